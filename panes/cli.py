@@ -1,0 +1,101 @@
+"""The ``panes`` command line: run, validate, replay, explain."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .spec import SpecError
+
+
+def _fail(e: Exception) -> None:
+    click.echo(f"error: {e}", err=True)
+    sys.exit(2)
+
+
+@click.group(help="Event-time windowing for PySpark: windows, watermarks, triggers, late data.")
+@click.version_option(package_name="panes")
+def main() -> None:
+    pass
+
+
+@main.command(help="Check a pipeline spec (or a replay scenario) without running it.")
+@click.argument("spec", type=click.Path(dir_okay=False))
+def validate(spec: str) -> None:
+    from .replay import load_scenario
+    from .spec import load_document, load_run_spec
+
+    try:
+        doc = load_document(spec)
+        if "timeline" in doc:
+            load_scenario(doc)
+            click.echo(f"{spec}: valid replay scenario")
+        else:
+            s = load_run_spec(spec)
+            click.echo(f"{spec}: valid ({s.mode}, window {json.dumps(s.window)})")
+    except SpecError as e:
+        _fail(e)
+
+
+@main.command(help="Replay a scenario's timeline and print every pane as a JSON line.")
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--engine", type=click.Choice(["core", "spark"]), default="core", show_default=True)
+@click.option("--dead-letter", "dead_letter", type=click.Path(dir_okay=False), default=None,
+              help="Write dead letters here, one JSON object per line.")
+def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
+    from .replay import dumps
+    from .replay import replay as run_replay
+
+    try:
+        result = run_replay(scenario, engine=engine)
+    except SpecError as e:
+        _fail(e)
+        return
+    for p in result.panes:
+        click.echo(dumps(p))
+    if dead_letter:
+        with open(dead_letter, "w") as f:
+            for d in result.dead_letters:
+                f.write(dumps(d) + "\n")
+
+
+@main.command(help="Run a pipeline spec: source -> windows -> sink (stream or batch).")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--master", default=None, help="Spark master URL (default: the spec's, else local[2]).")
+@click.option("--quiet", is_flag=True, help="No progress on the terminal.")
+def run(spec: str, master: str | None, quiet: bool) -> None:
+    from .spec import load_run_spec
+
+    try:
+        s = load_run_spec(spec)
+    except SpecError as e:
+        _fail(e)
+        return
+    from .runner import run_spec
+
+    run_spec(s, master=master, progress=not quiet)
+
+
+@main.command(help="Say which plan a spec compiles to, and why.")
+@click.argument("spec", type=click.Path(dir_okay=False))
+def explain(spec: str) -> None:
+    from .spark.planner import explain_plan
+    from .spec import load_document, parse_pipeline_spec
+
+    try:
+        doc = load_document(spec)
+        run_fields = ("source", "sink", "dead_letter", "checkpoint", "spark", "mode", "timeout")
+        body = doc["pipeline"] if "pipeline" in doc else {k: v for k, v in doc.items() if k not in run_fields}
+        ps = parse_pipeline_spec(body)
+    except SpecError as e:
+        _fail(e)
+        return
+    mode = doc.get("mode", "stream")
+    click.echo(explain_plan(ps.to_pipeline(), mode))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

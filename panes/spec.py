@@ -1,0 +1,390 @@
+"""The pipeline spec (YAML or JSON), validated before anything runs.
+
+Every field maps onto a core object (``panes.core``): the spec and the Python API are two faces of
+the same objects. A wrong field fails with its path and the reason (``SpecError``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .core import triggers as T
+from .core.aggregates import Aggregate, make_aggregate
+from .core.pipeline import Pipeline, WatermarkStrategy
+from .core.time import parse_duration
+from .core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling, WindowFn
+
+
+class SpecError(ValueError):
+    """An invalid spec: ``field`` is the dotted path of the offending field."""
+
+    def __init__(self, field: str, reason: str):
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}" if field else reason)
+
+
+def _dur(v: Any) -> int:
+    try:
+        return parse_duration(v)
+    except ValueError as e:
+        raise ValueError(str(e)) from None
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# -- window ------------------------------------------------------------------------------------
+
+
+def parse_window(spec: Any) -> WindowFn:
+    if spec in ("global", None) or spec == {"global": None}:
+        return GlobalWindows()
+    if not isinstance(spec, dict) or len(spec) != 1:
+        raise ValueError("window is one of {tumbling: {...}}, {hopping: {...}}, {session: {...}}, "
+                         "{sliding: {...}}, global")
+    (kind, opts), = spec.items()
+    opts = opts or {}
+    if not isinstance(opts, dict):
+        raise ValueError(f"{kind} options must be a mapping")
+    allowed = {
+        "tumbling": {"size", "offset"},
+        "hopping": {"size", "hop", "offset"},
+        "session": {"gap", "gap_column"},
+        "sliding": {"time_difference"},
+        "global": set(),
+    }
+    if kind not in allowed:
+        raise ValueError(f"unknown window type {kind!r}; one of {sorted(allowed)}")
+    extra = set(opts) - allowed[kind]
+    if extra:
+        raise ValueError(f"{kind} window has no option {sorted(extra)}; its options are {sorted(allowed[kind])}")
+    if kind == "tumbling":
+        if "size" not in opts:
+            raise ValueError("tumbling window needs size")
+        size = _dur(opts["size"])
+        offset = _dur(opts.get("offset", 0))
+        if size <= 0:
+            raise ValueError("tumbling size must be positive")
+        if offset >= size:
+            raise ValueError("tumbling offset must be smaller than size")
+        return Tumbling(size, offset)
+    if kind == "hopping":
+        for f in ("size", "hop"):
+            if f not in opts:
+                raise ValueError(f"hopping window needs {f}")
+        size, hop, offset = _dur(opts["size"]), _dur(opts["hop"]), _dur(opts.get("offset", 0))
+        if size <= 0 or hop <= 0:
+            raise ValueError("hopping size and hop must be positive")
+        if offset >= hop:
+            raise ValueError("hopping offset must be smaller than hop")
+        return Hopping(size, hop, offset)
+    if kind == "session":
+        if ("gap" in opts) == ("gap_column" in opts):
+            raise ValueError("session window needs exactly one of gap and gap_column")
+        if "gap" in opts:
+            gap = _dur(opts["gap"])
+            if gap <= 0:
+                raise ValueError("session gap must be positive")
+            return Sessions(gap=gap)
+        return Sessions(gap_column=str(opts["gap_column"]))
+    if kind == "sliding":
+        if "time_difference" not in opts:
+            raise ValueError("sliding window needs time_difference")
+        d = _dur(opts["time_difference"])
+        if d <= 0:
+            raise ValueError("sliding time_difference must be positive")
+        return Sliding(d)
+    return GlobalWindows()
+
+
+# -- trigger -----------------------------------------------------------------------------------
+
+
+def parse_trigger(spec: Any, where: str = "trigger") -> T.Trigger:
+    """Trigger spec -> trigger tree. Shorthands: {every: D} (repeated processing-time firing),
+    {count: N} (repeated count firing); 'default' / 'at_close' is the default trigger."""
+    if spec is None or spec in ("default", "at_close", "never"):
+        return T.Never()
+    if spec == "after_watermark":
+        return T.AfterWatermark()
+    if spec == "beam_default":
+        return T.BEAM_DEFAULT
+    if not isinstance(spec, dict) or len(spec) != 1:
+        raise ValueError(f"{where}: a trigger is a mapping with one key (after_watermark, after_count, "
+                         "after_processing_time, repeatedly, after_any, after_all, after_each, "
+                         "or_finally, every, count) or 'default'")
+    (kind, arg), = spec.items()
+    if kind == "after_watermark":
+        arg = arg or {}
+        if not isinstance(arg, dict) or set(arg) - {"early", "late"}:
+            raise ValueError(f"{where}.after_watermark takes only early and late")
+        early = _sub_trigger(arg["early"], f"{where}.after_watermark.early") if arg.get("early") is not None else None
+        late = _sub_trigger(arg["late"], f"{where}.after_watermark.late") if arg.get("late") is not None else None
+        return T.AfterWatermark(early, late)
+    if kind == "after_count":
+        return T.AfterCount(_positive_int(arg, f"{where}.after_count"))
+    if kind == "count":
+        return T.Repeatedly(T.AfterCount(_positive_int(arg, f"{where}.count")))
+    if kind == "after_processing_time":
+        return T.AfterProcessingTime(_positive_dur(arg, f"{where}.after_processing_time"))
+    if kind == "every":
+        return T.Repeatedly(T.AfterProcessingTime(_positive_dur(arg, f"{where}.every")))
+    if kind == "repeatedly":
+        return T.Repeatedly(parse_trigger(arg, f"{where}.repeatedly"))
+    if kind in ("after_any", "after_all", "after_each"):
+        if not isinstance(arg, list) or not arg:
+            raise ValueError(f"{where}.{kind} takes a non-empty list of triggers")
+        subs = tuple(parse_trigger(a, f"{where}.{kind}[{i}]") for i, a in enumerate(arg))
+        return {"after_any": T.AfterAny, "after_all": T.AfterAll, "after_each": T.AfterEach}[kind](subs)
+    if kind == "or_finally":
+        if not isinstance(arg, dict) or set(arg) != {"trigger", "finally"}:
+            raise ValueError(f"{where}.or_finally takes {{trigger: T, finally: T}}")
+        return T.OrFinally(parse_trigger(arg["trigger"], f"{where}.or_finally.trigger"),
+                           parse_trigger(arg["finally"], f"{where}.or_finally.finally"))
+    raise ValueError(f"{where}: unknown trigger {kind!r}")
+
+
+def _sub_trigger(spec: Any, where: str) -> T.Trigger:
+    # early / late sub-triggers repeat by themselves: {every: D} and {count: N} mean one firing each
+    if isinstance(spec, dict) and len(spec) == 1:
+        (kind, arg), = spec.items()
+        if kind == "every":
+            return T.AfterProcessingTime(_positive_dur(arg, f"{where}.every"))
+        if kind == "count":
+            return T.AfterCount(_positive_int(arg, f"{where}.count"))
+    return parse_trigger(spec, where)
+
+
+def _positive_int(v: Any, where: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError(f"{where} must be a positive integer, got {v!r}")
+    return v
+
+
+def _positive_dur(v: Any, where: str) -> int:
+    try:
+        d = parse_duration(v)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    if d <= 0:
+        raise ValueError(f"{where} must be positive")
+    return d
+
+
+# -- the spec ------------------------------------------------------------------------------------
+
+
+class WatermarkSpec(_Model):
+    max_delay: int = 0
+    punctuation: bool = False
+    punctuation_column: str = "watermark"
+    idle_timeout: int | None = None
+
+    @field_validator("max_delay", "idle_timeout", mode="before")
+    @classmethod
+    def _d(cls, v):
+        return None if v is None else _dur(v)
+
+
+class SourceSpec(_Model):
+    format: Literal["json", "csv", "parquet", "kafka", "rate", "memory"] = "json"
+    path: str | None = None
+    schema_: str | None = Field(default=None, alias="schema")
+    options: dict[str, Any] = Field(default_factory=dict)
+    max_files_per_trigger: int | None = None
+
+    @model_validator(mode="after")
+    def _need_path(self):
+        if self.format in ("json", "csv", "parquet") and not self.path:
+            raise ValueError(f"a {self.format} source needs a path")
+        return self
+
+
+class SinkSpec(_Model):
+    format: Literal["json", "parquet", "csv", "console", "memory", "kafka", "callback", "noop"] = "console"
+    path: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    callback: str | None = None  # 'module:function' called as f(batch_df, batch_id)
+
+    @model_validator(mode="after")
+    def _need_path(self):
+        if self.format in ("json", "parquet", "csv") and not self.path:
+            raise ValueError(f"a {self.format} sink needs a path")
+        if self.format == "callback" and not self.callback:
+            raise ValueError("a callback sink needs callback: 'module:function'")
+        return self
+
+
+class SparkSpec(_Model):
+    master: str | None = None
+    shuffle_partitions: int = 2
+    buckets: int = 8
+    trigger_interval: int | None = None  # micro-batch interval (ms); None = as fast as possible
+    available_now: bool = False  # process what is there, close the stream's windows, stop
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("trigger_interval", mode="before")
+    @classmethod
+    def _d(cls, v):
+        return None if v is None else _dur(v)
+
+
+class PipelineSpec(_Model):
+    """The windowing part of a spec (what a replay scenario's ``pipeline`` holds)."""
+
+    name: str | None = None
+    event_time: str | None = None
+    key: list[str] = Field(default_factory=list)
+    window: Any
+    watermark: WatermarkSpec = Field(default_factory=WatermarkSpec)
+    allowed_lateness: int = 0
+    trigger: Any = None
+    accumulation: Literal["discarding", "accumulating", "retracting"] = "accumulating"
+    only_updated_panes: bool = False
+    aggregates: dict[str, Any]
+
+    @field_validator("key", mode="before")
+    @classmethod
+    def _key(cls, v):
+        if v is None:
+            return []
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("allowed_lateness", mode="before")
+    @classmethod
+    def _lateness(cls, v):
+        return _dur(v)
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, v):
+        parse_window(v)
+        return v
+
+    @field_validator("trigger", mode="before")
+    @classmethod
+    def _trigger(cls, v):
+        parse_trigger(v)
+        return v
+
+    @field_validator("aggregates", mode="before")
+    @classmethod
+    def _aggs(cls, v):
+        if not isinstance(v, dict) or not v:
+            raise ValueError("aggregates is a non-empty mapping {output_column: {function: column}}")
+        for out, f in v.items():
+            if not isinstance(f, dict) or len(f) != 1:
+                raise ValueError(f"{out}: an aggregate is {{function: column}}, e.g. {{sum: amount}}")
+            (fn, arg), = f.items()
+            try:
+                make_aggregate(out, fn, arg)
+            except ValueError as e:
+                raise ValueError(f"{out}: {e}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _cross(self):
+        w = parse_window(self.window)
+        reserved = {"window_start", "window_end", "timing", "pane_index", "is_last", "retraction"}
+        clash = (set(self.aggregates) | set(self.key)) & reserved
+        if clash:
+            raise ValueError(f"column names {sorted(clash)} are reserved for pane metadata")
+        if set(self.aggregates) & set(self.key):
+            raise ValueError(f"aggregate outputs {sorted(set(self.aggregates) & set(self.key))} clash with key columns")
+        if isinstance(w, Sessions) and w.gap_column and w.gap_column in self.key:
+            raise ValueError("session gap_column cannot be a key column")
+        return self
+
+    def to_pipeline(self) -> Pipeline:
+        aggs = tuple(make_aggregate(out, *next(iter(f.items()))) for out, f in self.aggregates.items())
+        return Pipeline(
+            window=parse_window(self.window),
+            aggregates=aggs,
+            key=tuple(self.key),
+            event_time=self.event_time,
+            watermark=WatermarkStrategy(self.watermark.max_delay, self.watermark.punctuation,
+                                        self.watermark.punctuation_column, self.watermark.idle_timeout),
+            allowed_lateness=self.allowed_lateness,
+            trigger=parse_trigger(self.trigger),
+            accumulation=self.accumulation,
+            only_updated_panes=self.only_updated_panes,
+        )
+
+
+class RunSpec(PipelineSpec):
+    """A whole job: source -> windowing -> sink, dead letters, checkpoint."""
+
+    mode: Literal["stream", "batch"] = "stream"
+    source: SourceSpec
+    sink: SinkSpec = Field(default_factory=SinkSpec)
+    dead_letter: SinkSpec | None = None
+    checkpoint: str | None = None
+    spark: SparkSpec = Field(default_factory=SparkSpec)
+    timeout: int | None = None  # stop a stream after this long (ms); None = run until stopped
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _t(cls, v):
+        return None if v is None else _dur(v)
+
+
+def _format_error(e: ValidationError) -> SpecError:
+    err = e.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field"
+    if err["type"] == "missing":
+        msg = "required field is missing"
+    return SpecError(loc, msg)
+
+
+def load_document(path: str | Path) -> dict:
+    """Read a YAML or JSON file into a mapping."""
+    p = Path(path)
+    if not p.exists():
+        raise SpecError("", f"no such file: {p}")
+    text = p.read_text()
+    try:
+        doc = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as e:
+        raise SpecError("", f"{p} is not valid YAML/JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise SpecError("", f"{p} must hold a mapping")
+    return doc
+
+
+def parse_pipeline_spec(doc: dict) -> PipelineSpec:
+    try:
+        return PipelineSpec.model_validate(doc)
+    except ValidationError as e:
+        raise _format_error(e) from None
+
+
+def parse_run_spec(doc: dict, base_dir: str | Path | None = None) -> RunSpec:
+    try:
+        spec = RunSpec.model_validate(doc)
+    except ValidationError as e:
+        raise _format_error(e) from None
+    if base_dir is not None:
+        base = Path(base_dir)
+        for part in (spec.source, spec.sink, spec.dead_letter):
+            if part is not None and part.path and not Path(part.path).is_absolute() and "://" not in part.path:
+                part.path = str(base / part.path)
+        if spec.checkpoint and not Path(spec.checkpoint).is_absolute() and "://" not in spec.checkpoint:
+            spec.checkpoint = str(base / spec.checkpoint)
+    return spec
+
+
+def load_run_spec(path: str | Path) -> RunSpec:
+    doc = load_document(path)
+    return parse_run_spec(doc, base_dir=Path(path).resolve().parent)
