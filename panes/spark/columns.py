@@ -1,0 +1,116 @@
+"""Spark column expressions shared by the plans: event time, validation, output types."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
+
+from ..core import aggregates as A
+from ..core.pipeline import Pipeline
+from ..core.windows import Sessions
+
+TS = "__panes_ts"            # event time, epoch ms (long)
+INVALID = "__panes_invalid"  # dead-letter reason for malformed rows, else null
+DETAIL = "__panes_detail"
+WMARK = "__panes_wmark"      # the column Spark's watermark tracks (timestamp)
+PUNCT = "__panes_punct"      # a punctuation record's watermark (ms), else null
+CLOCK = "__panes_clock"      # a scripted processing-time control row (ms), else null
+BUCKET = "__panes_bucket"
+SEQ = "__panes_seq"
+
+#: Spark's watermark at or past this means "the input has ended" (+infinity)
+SPARK_END_MS = 221845392000000  # 9000-01-01T00:00:00Z
+
+
+def event_time_ms(df: DataFrame, column: str) -> tuple[Column, Column]:
+    """(epoch ms or null, reason when null) for the event-time column, whatever its type:
+    timestamps, dates, integers (epoch ms) or strings (ISO-8601, or digits = epoch ms)."""
+    dtype = df.schema[column].dataType
+    c = F.col(column)
+    if isinstance(dtype, (ST.TimestampType, ST.TimestampNTZType)):
+        ms = F.unix_millis(c.cast("timestamp"))
+        bad = F.lit(None).cast("string")
+    elif isinstance(dtype, ST.DateType):
+        ms = F.unix_millis(c.cast("timestamp"))
+        bad = F.lit(None).cast("string")
+    elif isinstance(dtype, (ST.IntegralType, ST.DecimalType, ST.DoubleType, ST.FloatType)):
+        ms = c.cast("long")
+        bad = F.lit(None).cast("string")
+    else:
+        s = F.trim(c.cast("string"))
+        digits = s.rlike(r"^-?[0-9]+$")
+        parsed = F.unix_millis(F.try_to_timestamp(s))
+        ms = F.when(digits, s.cast("long")).otherwise(parsed)
+        bad = F.when(c.isNotNull() & ms.isNull(), F.lit("invalid_event_time"))
+    reason = F.when(c.isNull(), F.lit("missing_event_time")).otherwise(bad)
+    return ms, reason
+
+
+def validation(df: DataFrame, pipeline: Pipeline, ts_ms: Column, ts_reason: Column) -> tuple[Column, Column]:
+    """(reason, detail) for rows that must go to the dead letters, null for good rows."""
+    reason = ts_reason
+    detail = F.when(ts_reason.isNotNull(), F.concat(F.lit("event_time column "), F.lit(pipeline.event_time or "")))
+    if pipeline.key:
+        missing = None
+        for k in pipeline.key:
+            cond = F.col(k).isNull()
+            missing = cond if missing is None else (missing | cond)
+        reason = F.when(reason.isNotNull(), reason).when(missing, F.lit("missing_key"))
+        detail = F.when(ts_reason.isNotNull(), detail).when(
+            missing, F.lit(f"no value for key column(s) {list(pipeline.key)}"))
+    w = pipeline.window
+    if isinstance(w, Sessions) and w.gap_column:
+        bad_gap = F.col(w.gap_column).isNull() | (F.col(w.gap_column).cast("long") <= 0)
+        detail = F.when(reason.isNotNull(), detail).when(
+            bad_gap, F.lit(f"{w.gap_column}: a session gap must be a positive number of milliseconds"))
+        reason = F.when(reason.isNotNull(), reason).when(bad_gap, F.lit("invalid_value"))
+    return reason, detail
+
+
+def output_type(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
+    """The Spark type of an aggregate's result."""
+    def col_type():
+        return schema[fn.column].dataType
+    if isinstance(fn, A.Count) or isinstance(fn, A.CountDistinct):
+        return ST.LongType()
+    if isinstance(fn, A.Sum):
+        t = col_type()
+        return ST.LongType() if isinstance(t, ST.IntegralType) else ST.DoubleType()
+    if isinstance(fn, (A.Avg, A.Percentile)):
+        return ST.DoubleType()
+    if isinstance(fn, (A.Min, A.First)):  # Max, Last are subclasses
+        return col_type()
+    if isinstance(fn, (A.CollectList, A.TopK)):
+        return ST.ArrayType(col_type())
+    if isinstance(fn, A.UserCombine):
+        t = getattr(fn.fn, "output_type", "double")
+        return ST._parse_datatype_string(t) if isinstance(t, str) else t
+    raise TypeError(f"no Spark type for {fn!r}")
+
+
+def pane_schema(pipeline: Pipeline, schema: ST.StructType) -> ST.StructType:
+    """The panes DataFrame's schema: key columns, window bounds, pane metadata, aggregates."""
+    fields = [ST.StructField(k, schema[k].dataType, True) for k in pipeline.key]
+    fields += [
+        ST.StructField("window_start", ST.TimestampType(), True),
+        ST.StructField("window_end", ST.TimestampType(), True),
+        ST.StructField("timing", ST.StringType(), False),
+        ST.StructField("pane_index", ST.LongType(), False),
+        ST.StructField("is_last", ST.BooleanType(), False),
+        ST.StructField("retraction", ST.BooleanType(), False),
+    ]
+    fields += [ST.StructField(a.output, output_type(a.fn, schema), True) for a in pipeline.aggregates]
+    return ST.StructType(fields)
+
+
+DEAD_LETTER_SCHEMA = ST.StructType([
+    ST.StructField("reason", ST.StringType(), False),
+    ST.StructField("record", ST.StringType(), True),
+    ST.StructField("watermark", ST.TimestampType(), True),
+    ST.StructField("windows", ST.ArrayType(ST.StructType([
+        ST.StructField("start", ST.TimestampType(), True),
+        ST.StructField("end", ST.TimestampType(), True),
+    ])), True),
+    ST.StructField("detail", ST.StringType(), True),
+])

@@ -1,0 +1,306 @@
+"""Compile a pipeline to a Spark plan and run it on a DataFrame.
+
+- Streaming DataFrame: the stateful plan (``transformWithStateInPandas`` over hash buckets of the
+  key, driving the core engine; see ``stateful.py``).
+- Bounded DataFrame: the final answer the stream converges to (every record counted, one final
+  pane per window). A native Spark aggregation when the window and the aggregates are expressible
+  natively (tumbling, hopping with any hop, global; the built-in aggregates); otherwise the core
+  engine over buckets of keys (sessions, sliding windows, user combine functions).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
+
+from ..core import aggregates as A
+from ..core.pipeline import Pipeline
+from ..core.triggers import Never
+from ..core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling
+from .columns import (
+    BUCKET, CLOCK, DEAD_LETTER_SCHEMA, DETAIL, INVALID, PUNCT, SEQ, SPARK_END_MS, TS, WMARK,
+    event_time_ms, output_type, pane_schema, validation,
+)
+from .stateful import DL_COLS, KIND, PHASE, SUB, BucketProcessor
+
+
+@dataclass
+class WindowedResult:
+    """What ``window()`` returns: the panes and the dead letters, as DataFrames. For a streaming
+    input, ``combined`` is the one DataFrame both come from; ``write_stream`` runs one query that
+    writes each to its sink."""
+
+    panes: DataFrame
+    dead_letters: DataFrame
+    combined: DataFrame | None = None
+    plan: str = ""
+
+
+def explain_plan(pipeline: Pipeline, mode: str = "stream") -> str:
+    if mode == "batch":
+        if native_batch_supported(pipeline):
+            return ("batch: native Spark aggregation (window assignment by expressions, "
+                    "groupBy, native aggregate functions)")
+        return ("batch: core engine over hash buckets of the key (" + _why_not_native(pipeline) + ")")
+    return ("stream: transformWithStateInPandas over hash buckets of the key, driving the core "
+            "engine (event-time timers; late rows dead-lettered by the engine)")
+
+
+def _why_not_native(p: Pipeline) -> str:
+    if isinstance(p.window, (Sessions, Sliding)):
+        return f"{p.window.kind} windows"
+    bad = [a.output for a in p.aggregates if not a.fn.native]
+    return f"aggregates {bad} have no native form"
+
+
+def native_batch_supported(p: Pipeline) -> bool:
+    return isinstance(p.window, (Tumbling, Hopping, GlobalWindows)) and all(a.fn.native for a in p.aggregates)
+
+
+# -- shared preparation ------------------------------------------------------------------------------
+
+
+def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None = None,
+             control_wm: str | None = None) -> DataFrame:
+    """Add the engine's columns: event time (ms), dead-letter reason, the watermark column, the
+    punctuation value, the bucket. ``control_wm`` names a column of explicit watermark steps
+    (replay); ``ingestion`` is the ingestion time when there is no event_time."""
+    cols = df.columns
+    if p.event_time:
+        if p.event_time not in cols:
+            raise ValueError(f"event_time: no column {p.event_time!r} in the input ({cols})")
+        ts, ts_reason = event_time_ms(df, p.event_time)
+    else:
+        ts, ts_reason = (ingestion if ingestion is not None else F.unix_millis(F.current_timestamp())), F.lit(None).cast("string")
+    for k in p.key:
+        if k not in cols:
+            raise ValueError(f"key: no column {k!r} in the input ({cols})")
+    for c in p.value_columns:
+        if c not in cols:
+            raise ValueError(f"aggregates: no column {c!r} in the input ({cols})")
+    punct_col = p.watermark.punctuation_column
+    puncts = []
+    if control_wm is not None:
+        puncts.append(F.col(control_wm).cast("long"))
+    if p.watermark.punctuation and punct_col in cols:
+        puncts.append(_ms(df, punct_col))
+    out = df.withColumn(TS, ts)
+    punct = (F.greatest(*puncts) if len(puncts) > 1 else puncts[0]) if puncts else F.lit(None).cast("long")
+    out = out.withColumn(PUNCT, punct)
+    reason, detail = validation(out, p, F.col(TS), ts_reason)
+    data_row = F.col(PUNCT).isNull() & (F.col(CLOCK).isNull() if CLOCK in cols else F.lit(True))
+    out = out.withColumn(INVALID, F.when(data_row, reason)).withColumn(DETAIL, F.when(data_row, detail))
+    if CLOCK not in cols:
+        out = out.withColumn(CLOCK, F.lit(None).cast("long"))
+    # the column Spark's watermark tracks: event time (max_delay rule) and punctuation values
+    delay = p.watermark.max_delay
+    data_wm = F.lit(None).cast("long") if p.watermark.punctuation else F.col(TS)
+    wm_ms = F.when(F.col(PUNCT).isNotNull(), F.col(PUNCT) + F.lit(0 if p.watermark.punctuation else delay)) \
+        .when(F.col(INVALID).isNull() & F.col(CLOCK).isNull(), data_wm)
+    out = out.withColumn(WMARK, F.timestamp_millis(wm_ms))
+    if p.key:
+        bucket = F.pmod(F.xxhash64(*[F.col(k) for k in p.key]), F.lit(buckets)).cast("int")
+    else:
+        bucket = F.lit(0)
+    # control rows (scripted clock) reach every bucket
+    out = out.withColumn(BUCKET, F.explode(F.when(F.col(CLOCK).isNotNull(), F.sequence(F.lit(0), F.lit(buckets - 1)))
+                                           .otherwise(F.array(bucket))))
+    return out
+
+
+def _ms(df: DataFrame, column: str) -> Column:
+    ms, _ = event_time_ms(df, column)
+    return ms
+
+
+# -- streaming -------------------------------------------------------------------------------------------
+
+
+def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: bool = False,
+                  ingestion: Column | None = None, control_wm: str | None = None) -> WindowedResult:
+    record_columns = [c for c in df.columns if not c.startswith("__panes")]
+    prepared = _prepare(df, p, buckets, ingestion=ingestion, control_wm=control_wm)
+    delay_ms = 0 if p.watermark.punctuation else p.watermark.max_delay
+    prepared = prepared.withWatermark(WMARK, f"{delay_ms} milliseconds")
+    # drop punctuation rows (they only move the watermark); mention WMARK so the filter stays above
+    # the watermark node
+    prepared = prepared.filter(F.col(PUNCT).isNull() | F.col(WMARK).isNull())
+    keep = [c for c in prepared.columns if c not in (WMARK, PUNCT)]
+    # Python-side rows are namedtuple-like: names that are not plain identifiers (or start with
+    # '_') get renamed on the way. Send positional names and map them back in the processor.
+    prepared = prepared.select(*[F.col(f"`{c}`").alias(f"c{i}") for i, c in enumerate(keep)])
+    bucket_alias = f"c{keep.index(BUCKET)}"
+    schema = df.schema
+    ps = pane_schema(p, schema)
+    out_fields = [ST.StructField(KIND, ST.StringType()), ST.StructField(PHASE, ST.IntegerType()),
+                  ST.StructField(SUB, ST.LongType())]
+    for f in ps.fields:
+        if f.name in ("window_start", "window_end"):
+            out_fields.append(ST.StructField(f.name, ST.LongType(), True))
+        else:
+            out_fields.append(ST.StructField(f.name, f.dataType, True))
+    out_fields += [ST.StructField("dl_reason", ST.StringType()), ST.StructField("dl_record", ST.StringType()),
+                   ST.StructField("dl_watermark", ST.LongType()), ST.StructField("dl_windows", ST.StringType()),
+                   ST.StructField("dl_detail", ST.StringType())]
+    out_schema = ST.StructType(out_fields)
+    processor = BucketProcessor(p, record_columns, [f.name for f in out_fields], scripted_clock, keep)
+    combined = prepared.groupBy(bucket_alias).transformWithStateInPandas(
+        statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
+    panes = panes_of(combined, p, schema)
+    dead = dead_letters_of(combined)
+    return WindowedResult(panes, dead, combined, explain_plan(p, "stream"))
+
+
+def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
+    ps = pane_schema(p, schema)
+    cols = []
+    for f in ps.fields:
+        if f.name in ("window_start", "window_end"):
+            cols.append(F.timestamp_millis(F.col(f.name)).alias(f.name))
+        else:
+            cols.append(F.col(f.name))
+    return combined.filter(F.col(KIND) == "P").select(*cols)
+
+
+_WINDOWS_JSON = "array<struct<start:long,end:long>>"
+
+
+def dead_letters_of(combined: DataFrame) -> DataFrame:
+    wins = F.from_json(F.col("dl_windows"), _WINDOWS_JSON)
+    return combined.filter(F.col(KIND) == "D").select(
+        F.col("dl_reason").alias("reason"),
+        F.col("dl_record").alias("record"),
+        F.timestamp_millis(F.col("dl_watermark")).alias("watermark"),
+        F.transform(wins, lambda w: F.struct(F.timestamp_millis(w["start"]).alias("start"),
+                                             F.timestamp_millis(w["end"]).alias("end"))).alias("windows"),
+        F.col("dl_detail").alias("detail"),
+    )
+
+
+# -- batch -----------------------------------------------------------------------------------------------
+
+
+def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult:
+    """The final answer for bounded input: every valid record counted, one pane per window."""
+    record_columns = [c for c in df.columns if not c.startswith("__panes")]
+    prepared = _prepare(df, p, buckets, ingestion=F.unix_millis(F.current_timestamp()))
+    invalid = prepared.filter(F.col(INVALID).isNotNull())
+    dead = invalid.select(
+        F.col(INVALID).alias("reason"),
+        F.to_json(F.struct(*[F.col(c) for c in record_columns])).alias("record"),
+        F.lit(None).cast("timestamp").alias("watermark"),
+        F.lit(None).cast(DEAD_LETTER_SCHEMA["windows"].dataType).alias("windows"),
+        F.col(DETAIL).alias("detail"),
+    )
+    good = prepared.filter(F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
+    if native_batch_supported(p):
+        panes = _native_batch(good, p, df.schema)
+        return WindowedResult(panes, dead, None, explain_plan(p, "batch"))
+    panes = _engine_batch(good, p, df.schema, record_columns)
+    return WindowedResult(panes, dead, None, explain_plan(p, "batch"))
+
+
+def _assign_windows(df: DataFrame, p: Pipeline) -> DataFrame:
+    ts = F.col(TS)
+    w = p.window
+    if isinstance(w, Tumbling):
+        start = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.size))
+        return df.withColumn("__ws", start).withColumn("__we", start + F.lit(w.size))
+    if isinstance(w, Hopping):
+        last = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.hop))
+        n = w.windows_per_record
+        starts = F.transform(F.sequence(F.lit(0), F.lit(n - 1)), lambda j: last - j * F.lit(w.hop))
+        starts = F.filter(starts, lambda s: s + F.lit(w.size) > ts)
+        return df.withColumn("__ws", F.explode(starts)).withColumn("__we", F.col("__ws") + F.lit(w.size))
+    if isinstance(w, GlobalWindows):
+        return df.withColumn("__ws", F.lit(None).cast("long")).withColumn("__we", F.lit(None).cast("long"))
+    raise TypeError(w)
+
+
+def native_aggregate(a: A.Aggregate) -> Column:
+    fn = a.fn
+    c = F.col(fn.column) if fn.column not in (None, "*") else None
+    order = F.struct(F.col(TS), F.col(SEQ))
+    if isinstance(fn, A.Count):
+        e = F.count(F.lit(1)) if c is None else F.count(c)
+    elif isinstance(fn, A.Sum):
+        e = F.sum(c)
+    elif isinstance(fn, A.Max):
+        e = F.max(c)
+    elif isinstance(fn, A.Min):
+        e = F.min(c)
+    elif isinstance(fn, A.Avg):
+        e = F.avg(c)
+    elif isinstance(fn, A.Percentile):
+        e = F.percentile(c.cast("double"), F.lit(fn.p))
+    elif isinstance(fn, A.Last):
+        e = F.max_by(c, F.when(c.isNotNull(), order))
+    elif isinstance(fn, A.First):
+        e = F.min_by(c, F.when(c.isNotNull(), order))
+    elif isinstance(fn, A.CollectList):
+        items = F.array_sort(F.collect_list(F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("s"), c.alias("v")))))
+        e = F.transform(items, lambda x: x["v"])
+    elif isinstance(fn, A.CountDistinct):
+        e = F.count_distinct(c)
+    elif isinstance(fn, A.TopK):
+        e = F.slice(F.sort_array(F.collect_list(c), asc=False), 1, fn.k)
+    else:
+        raise TypeError(f"no native form for {fn!r}")
+    return e.alias(a.output)
+
+
+def _native_batch(good: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
+    windowed = _assign_windows(good.withColumn(SEQ, F.monotonically_increasing_id()), p)
+    grouped = windowed.groupBy(*p.key, "__ws", "__we").agg(*[native_aggregate(a) for a in p.aggregates])
+    out = grouped.select(
+        *p.key,
+        F.timestamp_millis(F.col("__ws")).alias("window_start"),
+        F.timestamp_millis(F.col("__we")).alias("window_end"),
+        F.lit("ON_TIME").alias("timing"),
+        F.lit(0).cast("long").alias("pane_index"),
+        F.lit(True).alias("is_last"),
+        F.lit(False).alias("retraction"),
+        *[F.col(a.output).cast(output_type(a.fn, schema)).alias(a.output) for a in p.aggregates],
+    )
+    return out
+
+
+def _engine_batch(good: DataFrame, p: Pipeline, schema: ST.StructType, record_columns: list[str]) -> DataFrame:
+    """Sessions, sliding windows, user combine functions: the core engine over buckets of keys, one
+    Python call per bucket, with all records in one step and then the end of input."""
+    import pandas as pd
+
+    from ..core.engine import END_OF_INPUT, Engine
+    from ..core.engine import TS as CORE_TS
+
+    final = replace(p, trigger=Never(), accumulation="accumulating", only_updated_panes=False,
+                    allowed_lateness=0)
+    ps = pane_schema(p, schema)
+    is_global = isinstance(p.window, GlobalWindows)
+    report = p.window.report_end
+    needed = list(dict.fromkeys([TS, *p.key, *p.value_columns] +
+                                ([p.window.gap_column] if isinstance(p.window, Sessions) and p.window.gap_column else [])))
+
+    def run(pdf: pd.DataFrame) -> pd.DataFrame:
+        engine = Engine(final)
+        st = engine.new_state()
+        batch = pdf.rename(columns={TS: CORE_TS})
+        batch[CORE_TS] = batch[CORE_TS].astype("int64")
+        res = engine.ingest(st, batch.sort_values(CORE_TS, kind="stable").reset_index(drop=True))
+        res.extend(engine.advance(st, END_OF_INPUT))
+        rows = []
+        for pane in res.panes:
+            r = dict(zip(p.key, pane.key))
+            r["window_start"] = None if is_global else pd.Timestamp(pane.window_start, unit="ms")
+            r["window_end"] = None if is_global else pd.Timestamp(pane.window_end, unit="ms")
+            r.update(timing="ON_TIME", pane_index=0, is_last=True, retraction=False)
+            r.update(zip([a.output for a in p.aggregates], pane.values))
+            rows.append(r)
+        return pd.DataFrame(rows, columns=ps.fieldNames())
+
+    _ = report
+    return good.select(BUCKET, *needed).groupBy(BUCKET).applyInPandas(run, ps)

@@ -1,0 +1,179 @@
+"""The stateful streaming plan: ``transformWithStateInPandas`` driving the core engine.
+
+Rows are grouped by a hash bucket of the key (not by key), so one Python call handles all the
+keys of a bucket that have data or due timers in a micro-batch; the bucket's engine state (all its
+keys' windows) is one pickled value in the RocksDB state store. Each bucket keeps one event-time
+timer, at the earliest watermark at which one of its windows can fire or expire.
+
+Per micro-batch and bucket the processor does what the core's ``step`` does, in the same order:
+``advance`` to Spark's current watermark (which Spark computed from the earlier batches, exactly
+the watermark the core checks lateness against), then ``ingest`` the batch's rows. Spark's
+watermark tracks a projected column, and the processor sees every row, so late rows are
+dead-lettered by the engine, never dropped by Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+
+from ..core.engine import END_OF_INPUT, TS as CORE_TS, Engine, EngineState
+from ..core.pipeline import Pipeline
+from ..core.time import MAX_TIME, MIN_TIME
+from ..core.windows import GlobalWindows
+from .columns import CLOCK, DETAIL, INVALID, SPARK_END_MS, TS
+
+KIND, PHASE, SUB = "__panes_kind", "__panes_phase", "__panes_sub"
+DL_COLS = ["dl_reason", "dl_record", "dl_watermark", "dl_windows", "dl_detail"]
+
+
+def _clean(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, float) and v != v:
+        return None
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
+    if isinstance(v, np.ndarray):
+        return [_clean(x) for x in v.tolist()]
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    return v
+
+
+class BucketProcessor(StatefulProcessor):
+    def __init__(self, pipeline: Pipeline, record_columns: list[str], output_columns: list[str],
+                 scripted_clock: bool = False, input_names: list[str] | None = None):
+        self.pipeline = pipeline
+        self.record_columns = record_columns
+        self.output_columns = output_columns
+        self.scripted_clock = scripted_clock
+        self.input_names = input_names
+        self.engine = Engine(pipeline)
+        self.is_global = isinstance(pipeline.window, GlobalWindows)
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.store = handle.getValueState("engine", "blob binary")
+
+    # -- state --------------------------------------------------------------------------------
+    def _load(self) -> EngineState:
+        if self.store.exists():
+            return pickle.loads(self.store.get()[0])
+        return self.engine.new_state()
+
+    def _save(self, st: EngineState) -> None:
+        for t in list(self.handle.listTimers()):
+            self.handle.deleteTimer(t)
+        if not st.keys and not st.records:
+            self.store.clear()
+            # keep the clock: nothing else to remember
+            if st.watermark > MIN_TIME or st.processing_time:
+                self.store.update((pickle.dumps(EngineState(watermark=st.watermark, processing_time=st.processing_time,
+                                                            seq=st.seq, max_event_time=st.max_event_time)),))
+            return
+        self.store.update((pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL),))
+        d = self.engine.next_event_deadline(st)
+        if d is not None and d < END_OF_INPUT:
+            self.handle.registerTimer(max(int(min(d, SPARK_END_MS)), 0))
+
+    def _watermark(self, st: EngineState, spark_wm: int) -> int | None:
+        if spark_wm >= SPARK_END_MS:
+            return END_OF_INPUT
+        if spark_wm <= 0 and st.watermark == MIN_TIME:
+            return None  # Spark's watermark before any data
+        return spark_wm
+
+    def _clock(self, timer_values) -> int | None:
+        if self.scripted_clock:
+            return None
+        return timer_values.getCurrentProcessingTimeInMs()
+
+    # -- callbacks ------------------------------------------------------------------------------
+    def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
+        st = self._load()
+        out: list[dict] = []
+        res = self.engine.advance(st, self._watermark(st, timerValues.getCurrentWatermarkInMs()),
+                                  self._clock(timerValues))
+        self._panes(res.panes, 0, out)
+        self._letters(res.dead_letters, 0, out)
+        pdf = pd.concat(list(rows), ignore_index=True)
+        if self.input_names is not None:
+            pdf.columns = [self.input_names[int(c[1:])] if c.startswith("c") and c[1:].isdigit() else c
+                           for c in pdf.columns]
+        if CLOCK in pdf.columns:
+            clock = pdf[CLOCK]
+            if clock.notna().any():
+                st.processing_time = max(st.processing_time, int(clock.max()))
+            pdf = pdf[clock.isna()]
+        if len(pdf):
+            invalid = pdf[INVALID].notna()
+            if invalid.any():
+                bad = pdf[invalid]
+                for reason, detail, (_, row) in zip(bad[INVALID], bad[DETAIL], bad.iterrows()):
+                    out.append(self._letter_row(1, reason, self._record(row), None, None, detail))
+                pdf = pdf[~invalid]
+        if len(pdf):
+            batch = pdf.rename(columns={TS: CORE_TS}).reset_index(drop=True)
+            batch[CORE_TS] = batch[CORE_TS].astype(np.int64)
+            res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch.iloc[i]))
+            self._panes(res.panes, 1, out)
+            self._letters(res.dead_letters, 1, out)
+        self._save(st)
+        if out:
+            yield self._frame(out)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+        st = self._load()
+        out: list[dict] = []
+        res = self.engine.advance(st, self._watermark(st, timerValues.getCurrentWatermarkInMs()),
+                                  self._clock(timerValues))
+        self._panes(res.panes, 0, out)
+        self._save(st)
+        if out:
+            yield self._frame(out)
+
+    def close(self) -> None:
+        pass
+
+    # -- output ------------------------------------------------------------------------------------
+    def _record(self, row: pd.Series) -> dict:
+        return {c: _clean(row[c]) for c in self.record_columns if c in row.index}
+
+    def _panes(self, panes, phase: int, out: list) -> None:
+        p = self.pipeline
+        for i, pane in enumerate(panes):
+            r = {KIND: "P", PHASE: phase, SUB: len(out)}
+            for name, v in zip(p.key, pane.key):
+                r[name] = v
+            r["window_start"] = None if self.is_global else pane.window_start
+            r["window_end"] = None if self.is_global else pane.window_end
+            r["timing"] = pane.timing
+            r["pane_index"] = pane.pane_index
+            r["is_last"] = pane.is_last
+            r["retraction"] = pane.retraction
+            for a, v in zip(p.aggregates, pane.values):
+                r[a.output] = v
+            out.append(r)
+
+    def _letters(self, letters, phase: int, out: list) -> None:
+        for d in letters:
+            wins = [{"start": s, "end": e} for s, e in d.windows] if d.windows else None
+            out.append(self._letter_row(phase, d.reason, d.record, d.watermark, wins, d.detail, len(out)))
+
+    def _letter_row(self, phase, reason, record, watermark, windows, detail, sub=0) -> dict:
+        return {KIND: "D", PHASE: phase, SUB: sub, "dl_reason": reason,
+                "dl_record": json.dumps(record, default=str, sort_keys=False),
+                "dl_watermark": None if watermark is None or watermark <= MIN_TIME or watermark >= MAX_TIME else watermark,
+                "dl_windows": json.dumps(windows) if windows else None, "dl_detail": detail}
+
+    def _frame(self, rows: list[dict]) -> pd.DataFrame:
+        df = pd.DataFrame(rows, columns=self.output_columns)
+        return df.astype(object).where(pd.notna(df), None)
