@@ -65,8 +65,10 @@ def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
 @main.command(help="Run a pipeline spec: source -> windows -> sink (stream or batch).")
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--master", default=None, help="Spark master URL (default: the spec's, else local[2]).")
+@click.option("--mode", type=click.Choice(["stream", "batch"]), default=None,
+              help="Override the spec's mode.")
 @click.option("--quiet", is_flag=True, help="No progress on the terminal.")
-def run(spec: str, master: str | None, quiet: bool) -> None:
+def run(spec: str, master: str | None, mode: str | None, quiet: bool) -> None:
     from .spec import load_run_spec
 
     try:
@@ -74,6 +76,8 @@ def run(spec: str, master: str | None, quiet: bool) -> None:
     except SpecError as e:
         _fail(e)
         return
+    if mode:
+        s.mode = mode
     from .runner import run_spec
 
     run_spec(s, master=master, progress=not quiet)

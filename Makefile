@@ -1,0 +1,46 @@
+# The two commands for a fresh machine: `make demo` and `make test`. Each sets up what it needs:
+# a .venv with panes installed (editable) and, if missing, a Java 17 runtime (apt, as root or sudo).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+export PYSPARK_PYTHON := $(CURDIR)/$(PY)
+
+.PHONY: setup java demo demo-batch test test-core bench bench-quick clean
+
+setup: java $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+java:
+	@command -v java >/dev/null 2>&1 || { echo "installing a Java 17 runtime"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq openjdk-17-jre-headless; }
+
+demo: setup
+	rm -rf out/traffic
+	@# a file source reads files in modification-time order: a fresh clone's are all alike
+	@n=0; for f in examples/traffic/data/part-*.json; do n=$$((n+1)); touch -d "@$$((1600000000 + n))" $$f; done
+	cd examples/traffic && ../../$(VENV)/bin/panes run pipeline.yaml
+
+demo-batch: setup
+	cd examples/traffic && ../../$(VENV)/bin/panes run pipeline.yaml --mode batch
+
+test: setup
+	$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; exit $$rc
+
+test-core: setup
+	$(PY) -m pytest -q -p no:cacheprovider tests/core
+
+bench: setup
+	$(PY) benchmarks/bench.py
+
+bench-quick: setup
+	$(PY) benchmarks/bench.py --quick
+
+clean:
+	rm -rf out .pytest_cache

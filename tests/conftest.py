@@ -1,0 +1,23 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted((ROOT / "tests" / "scenarios").glob("*.yaml"))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ["TZ"] = "UTC"  # collected timestamps are naive local datetimes
+import time  # noqa: E402
+
+time.tzset()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession for the whole test session (local[2], 2 shuffle partitions, UI off)."""
+    from panes.spark.session import get_spark
+
+    s = get_spark("local[2]", shuffle_partitions=2)
+    yield s
+    s.stop()
