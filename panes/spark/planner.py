@@ -38,6 +38,26 @@ class WindowedResult:
     dead_letters: DataFrame
     combined: DataFrame | None = None
     plan: str = ""
+    pipeline: Pipeline | None = None
+    input_schema: ST.StructType | None = None
+
+    def write_stream(self, on_panes, on_dead_letters, checkpoint: str, **trigger):
+        """Start one streaming query that hands each micro-batch's panes and dead letters to the
+        two callbacks ``f(df, batch_id)``. ``trigger`` is passed to ``DataStreamWriter.trigger``."""
+        if self.combined is None:
+            raise ValueError("write_stream is for streaming input; write .panes and .dead_letters directly")
+        p, schema = self.pipeline, self.input_schema
+
+        def each(batch, batch_id):
+            batch = batch.cache()
+            on_panes(panes_of(batch, p, schema), batch_id)
+            on_dead_letters(dead_letters_of(batch), batch_id)
+            batch.unpersist()
+
+        w = self.combined.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint)
+        if trigger:
+            w = w.trigger(**trigger)
+        return w.start()
 
 
 def explain_plan(pipeline: Pipeline, mode: str = "stream") -> str:
@@ -152,7 +172,7 @@ def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: 
         statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
     panes = panes_of(combined, p, schema)
     dead = dead_letters_of(combined)
-    return WindowedResult(panes, dead, combined, explain_plan(p, "stream"))
+    return WindowedResult(panes, dead, combined, explain_plan(p, "stream"), p, schema)
 
 
 def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
