@@ -115,8 +115,10 @@ def replay_core(scenario: Scenario) -> ReplayResult:
     panes: list[dict] = []
     dead: list[dict] = []
     for step in scenario.timeline:
-        if "processing_time" in step:
-            state.processing_time = max(state.processing_time, step["processing_time"])
+        pt = step.get("processing_time")
+        if pt is not None and pt > state.processing_time:
+            res = engine.advance(state, None, pt)  # the clock moves first
+            panes.extend(pane_to_dict(p, pipe) for p in res.panes)
         batch = None
         record_of = None
         wm = step.get("watermark")

@@ -135,7 +135,7 @@ def parse_trigger(spec: Any, where: str = "trigger") -> T.Trigger:
     if kind == "after_processing_time":
         return T.AfterProcessingTime(_positive_dur(arg, f"{where}.after_processing_time"))
     if kind == "every":
-        return T.Repeatedly(T.AfterProcessingTime(_positive_dur(arg, f"{where}.every")))
+        return T.Repeatedly(T.AfterProcessingTime(0, _positive_dur(arg, f"{where}.every")))
     if kind == "repeatedly":
         return T.Repeatedly(parse_trigger(arg, f"{where}.repeatedly"))
     if kind in ("after_any", "after_all", "after_each"):
@@ -156,7 +156,7 @@ def _sub_trigger(spec: Any, where: str) -> T.Trigger:
     if isinstance(spec, dict) and len(spec) == 1:
         (kind, arg), = spec.items()
         if kind == "every":
-            return T.AfterProcessingTime(_positive_dur(arg, f"{where}.every"))
+            return T.AfterProcessingTime(0, _positive_dur(arg, f"{where}.every"))
         if kind == "count":
             return T.AfterCount(_positive_int(arg, f"{where}.count"))
     return parse_trigger(spec, where)

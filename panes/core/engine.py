@@ -169,8 +169,9 @@ class Engine:
         """One replay step: ingest the batch (lateness against the current watermark), move the
         watermark by the pipeline's strategy and any explicit ``watermark``, then fire."""
         out = StepResult()
-        if processing_time is not None:
-            state.processing_time = max(state.processing_time, processing_time)
+        if processing_time is not None and processing_time > state.processing_time:
+            # the clock moves first: processing-time triggers due by then fire before the batch
+            out.extend(self.advance(state, None, processing_time))
         if batch is not None and len(batch):
             out.extend(self.ingest(state, batch, record_of=record_of))
         new_wm = state.watermark

@@ -75,14 +75,27 @@ class AfterCount(Trigger):
 
 @dataclass(frozen=True)
 class AfterProcessingTime(Trigger):
-    """Fires once processing time reaches (first element of the pane) + delay."""
+    """Fires once processing time reaches (first element of the pane) + delay, rounded up to the
+    next multiple of ``align`` when given (Beam's ``alignedTo``: ``every: 1 minute`` fires at each
+    minute boundary that follows data, as Streaming 102's AtPeriod)."""
 
     delay: int
+    align: int | None = None
 
     def uses_processing_time(self):
         return True
 
+    def deadline(self, first_element_pt: int) -> int:
+        t = first_element_pt + self.delay
+        if self.align:
+            r = t % self.align
+            if r:
+                t += self.align - r
+        return t
+
     def describe(self):
+        if self.align and not self.delay:
+            return {"every": self.align}
         return {"after_processing_time": self.delay}
 
 
@@ -219,7 +232,7 @@ class TriggerMachine:
             st.data[i] = (st.data[i] or 0) + n
         elif isinstance(t, AfterProcessingTime):
             if st.data[i] is None:
-                st.data[i] = pt + t.delay
+                st.data[i] = t.deadline(pt)
         elif isinstance(t, AfterWatermark):
             early, late = self.kids[i]
             if st.data[i] != "late":

@@ -100,32 +100,38 @@ class BucketProcessor(StatefulProcessor):
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
         st = self._load()
         out: list[dict] = []
-        res = self.engine.advance(st, self._watermark(st, timerValues.getCurrentWatermarkInMs()),
-                                  self._clock(timerValues))
-        self._panes(res.panes, 0, out)
-        self._letters(res.dead_letters, 0, out)
+        wm = self._watermark(st, timerValues.getCurrentWatermarkInMs())
         pdf = pd.concat(list(rows), ignore_index=True)
         if self.input_names is not None:
             pdf.columns = [self.input_names[int(c[1:])] if c.startswith("c") and c[1:].isdigit() else c
                            for c in pdf.columns]
+        clock = None
         if CLOCK in pdf.columns:
-            clock = pdf[CLOCK]
-            if clock.notna().any():
-                st.processing_time = max(st.processing_time, int(clock.max()))
-            pdf = pdf[clock.isna()]
+            ticks = pdf[CLOCK]
+            if ticks.notna().any():
+                clock = int(ticks.max())
+            pdf = pdf[ticks.isna()]
+        # phase 0: what the watermark (and the clock as it stood) made due: the end of the last step
+        res = self.engine.advance(st, wm, self._clock(timerValues))
+        self._panes(res.panes, 0, out)
+        # phase 1: the clock moves (scripted, or heartbeat rows): processing-time triggers fire
+        if clock is not None and clock > st.processing_time:
+            res = self.engine.advance(st, None, clock)
+            self._panes(res.panes, 1, out)
+        # phase 2: the batch's rows
         if len(pdf):
             invalid = pdf[INVALID].notna()
             if invalid.any():
                 bad = pdf[invalid]
                 for reason, detail, (_, row) in zip(bad[INVALID], bad[DETAIL], bad.iterrows()):
-                    out.append(self._letter_row(1, reason, self._record(row), None, None, detail))
+                    out.append(self._letter_row(2, reason, self._record(row), None, None, detail, len(out)))
                 pdf = pdf[~invalid]
         if len(pdf):
             batch = pdf.rename(columns={TS: CORE_TS}).reset_index(drop=True)
             batch[CORE_TS] = batch[CORE_TS].astype(np.int64)
             res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch.iloc[i]))
-            self._panes(res.panes, 1, out)
-            self._letters(res.dead_letters, 1, out)
+            self._panes(res.panes, 2, out)
+            self._letters(res.dead_letters, 2, out)
         self._save(st)
         if out:
             yield self._frame(out)
