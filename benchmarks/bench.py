@@ -266,7 +266,7 @@ def verify_batch(spark, path) -> dict:
 def median_run(runs: list[dict]) -> dict:
     """The run with the median time (the slower middle one for an even count), plus all times."""
     ordered = sorted(runs, key=lambda r: r["seconds"])
-    mid = dict(ordered[(len(ordered) - 1 + 1) // 2] if len(ordered) % 2 == 0 else ordered[len(ordered) // 2])
+    mid = dict(ordered[len(ordered) // 2])
     mid["all_seconds"] = [round(r["seconds"], 2) for r in runs]
     return mid
 

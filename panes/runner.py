@@ -55,7 +55,8 @@ def _run_stream(spark, spec: RunSpec, pipe, dl_sink: SinkSpec, progress: bool, c
     # a control stream beside the source: panes writes a watermark record there to end the input
     control = spark.readStream.schema(f"{CONTROL} LONG").json(str(control_dir))
     df = df.unionByName(control, allowMissingColumns=True)
-    res = window_stream(df, pipe, buckets=spec.spark.buckets, control_wm=CONTROL)
+    res = window_stream(df, pipe, buckets=spec.spark.buckets, control_wm=CONTROL,
+                        heartbeat=False if spec.spark.available_now else None)
     schema = df.schema
     counts = {"panes": 0, "dead_letters": 0, "batches": 0}
 

@@ -140,8 +140,30 @@ def _ms(df: DataFrame, column: str) -> Column:
 # -- streaming -------------------------------------------------------------------------------------------
 
 
+def needs_clock(p: Pipeline) -> bool:
+    """Processing-time triggers and idleness need the processor to run when no data arrives."""
+    return p.trigger.uses_processing_time() or p.watermark.idle_timeout is not None
+
+
+def with_heartbeat(df: DataFrame, every_ms: int = 1000) -> DataFrame:
+    """Union a clock stream: Spark 4's transformWithState runs event-time timers only in batches
+    where the watermark moved, and a ProcessingTime-mode operator has no watermark at all. So a
+    rate source adds one clock row per second (per trigger), delivered to every bucket; processing
+    time then advances in the engine even when the real source is silent."""
+    rate = df.sparkSession.readStream.format("rate").option("rowsPerSecond", max(1, 1000 // every_ms)).load()
+    clock = rate.select(F.unix_millis(F.col("timestamp")).alias(CLOCK))
+    return df.unionByName(clock, allowMissingColumns=True)
+
+
 def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: bool = False,
-                  ingestion: Column | None = None, control_wm: str | None = None) -> WindowedResult:
+                  ingestion: Column | None = None, control_wm: str | None = None,
+                  heartbeat: bool | None = None) -> WindowedResult:
+    """The stateful streaming plan. ``heartbeat`` (default: when the pipeline needs processing
+    time) adds the clock stream; it cannot be combined with an ``availableNow`` trigger."""
+    if heartbeat is None:
+        heartbeat = needs_clock(p) and not scripted_clock
+    if heartbeat:
+        df = with_heartbeat(df)
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
     prepared = _prepare(df, p, buckets, ingestion=ingestion, control_wm=control_wm)
     delay_ms = 0 if p.watermark.punctuation else p.watermark.max_delay
