@@ -117,7 +117,8 @@ def replay_core(scenario: Scenario) -> ReplayResult:
     for step in scenario.timeline:
         pt = step.get("processing_time")
         if pt is not None and pt > state.processing_time:
-            res = engine.advance(state, None, pt)  # the clock moves first
+            # the clock moves first (a step's records make the source active at that instant)
+            res = engine.advance(state, None, pt, idle=not step.get("add"))
             panes.extend(pane_to_dict(p, pipe) for p in res.panes)
         batch = None
         record_of = None

@@ -169,10 +169,12 @@ class Engine:
         """One replay step: ingest the batch (lateness against the current watermark), move the
         watermark by the pipeline's strategy and any explicit ``watermark``, then fire."""
         out = StepResult()
+        has_data = batch is not None and len(batch) > 0
         if processing_time is not None and processing_time > state.processing_time:
             # the clock moves first: processing-time triggers due by then fire before the batch
-            out.extend(self.advance(state, None, processing_time))
-        if batch is not None and len(batch):
+            # (the batch's records make the source active at that instant: no idleness close)
+            out.extend(self.advance(state, None, processing_time, idle=not has_data))
+        if has_data:
             out.extend(self.ingest(state, batch, record_of=record_of))
         new_wm = state.watermark
         wm_strategy = self.p.watermark
@@ -180,8 +182,6 @@ class Engine:
             new_wm = max(new_wm, state.max_event_time - wm_strategy.max_delay)
         if watermark is not None:
             new_wm = max(new_wm, watermark)
-        if wm_strategy.idle_timeout is not None and (batch is None or not len(batch)):
-            new_wm = max(new_wm, self.idle_watermark(state))
         if end:
             new_wm = END_OF_INPUT
         out.extend(self.advance(state, new_wm))
@@ -298,12 +298,16 @@ class Engine:
         return out
 
     def advance(self, state: EngineState, watermark: int | None = None,
-                processing_time: int | None = None) -> StepResult:
-        """Move the watermark / processing time and fire what is due."""
+                processing_time: int | None = None, idle: bool = True) -> StepResult:
+        """Move the watermark / processing time and fire what is due. With an idleness timeout
+        (and ``idle``: no record arrived at this instant), windows the timeout closes move the
+        watermark to their end."""
         if watermark is not None and watermark > state.watermark:
             state.watermark = watermark
         if processing_time is not None and processing_time > state.processing_time:
             state.processing_time = processing_time
+        if idle and self.p.watermark.idle_timeout is not None:
+            state.watermark = max(state.watermark, self.idle_watermark(state))
         wm, pt = state.watermark, state.processing_time
         emitted = []
         for key in list(state.keys):

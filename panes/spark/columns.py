@@ -16,6 +16,7 @@ DETAIL = "__panes_detail"
 WMARK = "__panes_wmark"      # the column Spark's watermark tracks (timestamp)
 PUNCT = "__panes_punct"      # a punctuation record's watermark (ms), else null
 CLOCK = "__panes_clock"      # a scripted processing-time control row (ms), else null
+ACTIVE = "__panes_active"    # on a scripted clock row: the step also carries records (not idle)
 BUCKET = "__panes_bucket"
 SEQ = "__panes_seq"
 

@@ -23,7 +23,7 @@ from ..core.engine import _sort_key
 from ..core.time import format_instant
 from ..core.windows import GlobalWindows
 from ..replay import ReplayResult, Scenario
-from .columns import CLOCK, SPARK_END_MS
+from .columns import ACTIVE, CLOCK, SPARK_END_MS
 from .planner import window_stream
 from .session import get_spark
 from .stateful import KIND, PHASE, SUB
@@ -33,7 +33,7 @@ INGEST = "__panes_ingest"
 
 
 def _step_rows(step: dict, clock: int) -> list[dict]:
-    rows: list[dict] = [{CLOCK: clock}]
+    rows: list[dict] = [{CLOCK: clock, ACTIVE: 1} if step.get("add") else {CLOCK: clock}]
     if "add" in step:
         rows += [dict(r, **{INGEST: clock}) if isinstance(r, dict) else {"__panes_bad": json.dumps(r)}
                  for r in step["add"]]
@@ -63,7 +63,7 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None) -> ReplayResu
         for path, rows in files:
             (staging / path.name).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
         schema = spark.read.json(str(staging)).schema
-        for name, typ in ((CLOCK, "long"), (WM_STEP, "long"), (INGEST, "long")):
+        for name, typ in ((CLOCK, "long"), (WM_STEP, "long"), (INGEST, "long"), (ACTIVE, "long")):
             if name not in schema.fieldNames():
                 from pyspark.sql.types import LongType, StructField
                 schema = schema.add(StructField(name, LongType(), True))

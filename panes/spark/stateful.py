@@ -26,7 +26,7 @@ from ..core.engine import END_OF_INPUT, TS as CORE_TS, Engine, EngineState
 from ..core.pipeline import Pipeline
 from ..core.time import MAX_TIME, MIN_TIME
 from ..core.windows import GlobalWindows
-from .columns import CLOCK, DETAIL, INVALID, SPARK_END_MS, TS
+from .columns import ACTIVE, CLOCK, DETAIL, INVALID, SPARK_END_MS, TS
 
 KIND, PHASE, SUB = "__panes_kind", "__panes_phase", "__panes_sub"
 DL_COLS = ["dl_reason", "dl_record", "dl_watermark", "dl_windows", "dl_detail"]
@@ -106,17 +106,23 @@ class BucketProcessor(StatefulProcessor):
             pdf.columns = [self.input_names[int(c[1:])] if c.startswith("c") and c[1:].isdigit() else c
                            for c in pdf.columns]
         clock = None
+        active = False
         if CLOCK in pdf.columns:
             ticks = pdf[CLOCK]
             if ticks.notna().any():
                 clock = int(ticks.max())
+                if ACTIVE in pdf.columns:
+                    active = bool(pdf.loc[ticks.notna(), ACTIVE].notna().any())
             pdf = pdf[ticks.isna()]
+        # the source is active at this instant if records arrive (for the idleness timeout); a
+        # bucket only sees its own keys' records, unless a scripted clock row says so
+        active = active or len(pdf) > 0
         # phase 0: what the watermark (and the clock as it stood) made due: the end of the last step
-        res = self.engine.advance(st, wm, self._clock(timerValues))
+        res = self.engine.advance(st, wm, self._clock(timerValues), idle=self.scripted_clock or not active)
         self._panes(res.panes, 0, out)
         # phase 1: the clock moves (scripted, or heartbeat rows): processing-time triggers fire
         if clock is not None and clock > st.processing_time:
-            res = self.engine.advance(st, None, clock)
+            res = self.engine.advance(st, None, clock, idle=not active)
             self._panes(res.panes, 1, out)
         # phase 2: the batch's rows
         if len(pdf):
