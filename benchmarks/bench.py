@@ -144,8 +144,10 @@ def plain_agg(df):
 
 
 def stream_source(spark, path: Path, files_per_trigger: int):
-    return (spark.readStream.schema(schema()).option("maxFilesPerTrigger", files_per_trigger)
-            .parquet(str(path)))
+    r = spark.readStream.schema(schema()).option("maxFilesPerTrigger", files_per_trigger)
+    if path.is_file():  # the warm-up reads one file
+        r = r.option("basePath", str(path.parent))
+    return r.parquet(str(path))
 
 
 def run_query(make_writer, timeout: float, events: int) -> dict:
@@ -271,6 +273,43 @@ def median_run(runs: list[dict]) -> dict:
     return mid
 
 
+def other_spark_jvms() -> list[int]:
+    """Spark JVMs on this machine that are not this process's (other jobs skew the timings)."""
+    me, found = os.getpid(), []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if b"org.apache.spark.deploy.SparkSubmit" not in (d / "cmdline").read_bytes():
+                continue
+            pid, ours = int(d.name), False
+            while pid > 1:
+                if pid == me:
+                    ours = True
+                    break
+                stat = (Path("/proc") / str(pid) / "stat").read_text()
+                pid = int(stat.rsplit(")", 1)[1].split()[1])
+            if not ours:
+                found.append(int(d.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def wait_idle(max_wait: float) -> list[int]:
+    """Wait (up to max_wait seconds) until no other Spark JVM runs; the ones still running."""
+    deadline = time.time() + max_wait
+    others = other_spark_jvms()
+    if others:
+        log(f"  waiting up to {max_wait:.0f} s for other Spark JVMs to end: {others}")
+    while others and time.time() < deadline:
+        time.sleep(2)
+        others = other_spark_jvms()
+    if others:
+        log(f"  WARNING: other Spark JVMs still running {others}: this measurement shares the CPU")
+    return others
+
+
 def machine() -> dict:
     info = {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
     try:
@@ -295,6 +334,9 @@ def main(argv=None) -> int:
                     help="target micro-batches per streaming run (maxFilesPerTrigger = ceil(files / this))")
     ap.add_argument("--timeout", type=float, default=900,
                     help="seconds before a streaming query is stopped and reported as incomplete")
+    ap.add_argument("--wait-idle", type=float, default=120,
+                    help="before each measurement, wait up to this many seconds for other Spark JVMs "
+                         "on the machine to end (0: do not wait)")
     ap.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up batch query")
     ap.add_argument("--only", default="abcd", help="subset of measurements to run, e.g. 'ac' (default abcd)")
     ap.add_argument("--out", default=str(HERE / "results" / "latest.json"), help="where to write the figures")
@@ -320,18 +362,18 @@ def main(argv=None) -> int:
     if not a.no_warmup:
         # untimed: the first query of a session pays JVM warm-up, the first stateful query the
         # state store's, the first panes query the Python workers' start; warm every path once on
-        # the first two files so the timed runs do not depend on their order
+        # the first file so the timed runs do not depend on their order
+        wait_idle(a.wait_idle)
         t0 = time.perf_counter()
         plain_agg(spark.read.schema(schema()).parquet(str(path))).write.format("noop").mode("overwrite").save()
-        parts = sorted(p.name for p in path.glob("part-*.parquet"))[:2]
-        head = path / ("{" + ",".join(parts) + "}")
+        head = sorted(path.glob("part-*.parquet"))[0]
         if "a" in a.only:
             measure_plain_stream(spark, head, 1, a.timeout, 0)
         if "b" in a.only:
             measure_panes_stream(spark, head, 1, a.timeout, 0)
         if "d" in a.only:
             measure_panes_batch(spark, head, 0)
-        log(f"warm-up (untimed; every measured path on {len(parts)} files): {time.perf_counter() - t0:.1f} s")
+        log(f"warm-up (untimed; every measured path on {head.name}): {time.perf_counter() - t0:.1f} s")
 
     names = {"a": "plain_stream", "b": "panes_stream", "c": "plain_batch", "d": "panes_batch"}
     runs: dict[str, list[dict]] = {names[k]: [] for k in a.only}
@@ -342,6 +384,8 @@ def main(argv=None) -> int:
             if name in errors:
                 continue
             log(f"run {rep + 1}/{a.repeat}: {name} ...")
+            others = wait_idle(a.wait_idle)
+            load = os.getloadavg()[0]
             try:
                 if k == "a":
                     r = measure_plain_stream(spark, path, fpt, a.timeout, events)
@@ -364,6 +408,8 @@ def main(argv=None) -> int:
                 if not r["finished"]:
                     extra += f" -- STOPPED after {a.timeout:.0f} s with {r['input_rows']:,} events read"
             log(f"  {name}: {r['seconds']:.1f} s, {r['events_per_s']:,.0f} events/s{extra}")
+            r["other_spark_jvms"] = len(others or other_spark_jvms())
+            r["loadavg_1m_before"] = round(load, 2)
             runs[name].append(r)
 
     res = {n: median_run(rs) for n, rs in runs.items() if rs}
