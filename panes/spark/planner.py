@@ -189,7 +189,10 @@ def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: 
                    ST.StructField("dl_watermark", ST.LongType()), ST.StructField("dl_windows", ST.StringType()),
                    ST.StructField("dl_detail", ST.StringType())]
     out_schema = ST.StructType(out_fields)
-    processor = BucketProcessor(p, record_columns, [f.name for f in out_fields], scripted_clock, keep)
+    integral = tuple(f.name for f in df.schema.fields if isinstance(f.dataType, ST.IntegralType))
+    integral_out = tuple(f.name for f in ps.fields if isinstance(f.dataType, ST.IntegralType))
+    processor = BucketProcessor(p, record_columns, [f.name for f in out_fields], scripted_clock, keep, integral,
+                                integral_out)
     combined = prepared.groupBy(bucket_alias).transformWithStateInPandas(
         statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
     panes = panes_of(combined, p, schema)

@@ -50,12 +50,15 @@ def _clean(v):
 
 class BucketProcessor(StatefulProcessor):
     def __init__(self, pipeline: Pipeline, record_columns: list[str], output_columns: list[str],
-                 scripted_clock: bool = False, input_names: list[str] | None = None):
+                 scripted_clock: bool = False, input_names: list[str] | None = None,
+                 integral_columns: tuple = (), integral_outputs: tuple = ()):
         self.pipeline = pipeline
         self.record_columns = record_columns
         self.output_columns = output_columns
         self.scripted_clock = scripted_clock
         self.input_names = input_names
+        self.integral = set(integral_columns)
+        self.integral_outputs = set(integral_outputs)
         self.engine = Engine(pipeline)
         self.is_global = isinstance(pipeline.window, GlobalWindows)
 
@@ -128,14 +131,14 @@ class BucketProcessor(StatefulProcessor):
         if len(pdf):
             invalid = pdf[INVALID].notna()
             if invalid.any():
-                bad = pdf[invalid]
-                for reason, detail, (_, row) in zip(bad[INVALID], bad[DETAIL], bad.iterrows()):
-                    out.append(self._letter_row(2, reason, self._record(row), None, None, detail, len(out)))
+                bad = pdf[invalid].reset_index(drop=True)
+                for i, (reason, detail) in enumerate(zip(bad[INVALID], bad[DETAIL])):
+                    out.append(self._letter_row(2, reason, self._record(bad, i), None, None, detail, len(out)))
                 pdf = pdf[~invalid]
         if len(pdf):
             batch = pdf.rename(columns={TS: CORE_TS}).reset_index(drop=True)
             batch[CORE_TS] = batch[CORE_TS].astype(np.int64)
-            res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch.iloc[i]))
+            res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch, i))
             self._panes(res.panes, 2, out)
             self._letters(res.dead_letters, 2, out)
         self._save(st)
@@ -156,8 +159,16 @@ class BucketProcessor(StatefulProcessor):
         pass
 
     # -- output ------------------------------------------------------------------------------------
-    def _record(self, row: pd.Series) -> dict:
-        return {c: _clean(row[c]) for c in self.record_columns if c in row.index}
+    def _record(self, frame: pd.DataFrame, i: int) -> dict:
+        """The original record of row i (column by column: a row Series would upcast ints)."""
+        out = {}
+        for c in self.record_columns:
+            if c in frame.columns:
+                v = _clean(frame[c].iat[i])
+                if c in self.integral and isinstance(v, float) and v.is_integer():
+                    v = int(v)  # an integer column with nulls arrives as float64
+                out[c] = v
+        return out
 
     def _panes(self, panes, phase: int, out: list) -> None:
         p = self.pipeline
@@ -172,6 +183,8 @@ class BucketProcessor(StatefulProcessor):
             r["is_last"] = pane.is_last
             r["retraction"] = pane.retraction
             for a, v in zip(p.aggregates, pane.values):
+                if a.output in self.integral_outputs and isinstance(v, float) and v.is_integer():
+                    v = int(v)  # integer input with nulls arrives as float64
                 r[a.output] = v
             out.append(r)
 

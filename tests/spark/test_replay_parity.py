@@ -27,3 +27,37 @@ def test_spark_engine_prints_the_core_panes(spark, path):
     on_spark = replay_spark(scenario, spark=spark)
     assert on_spark.panes == core.panes
     assert sorted(map(repr, map(_dl, on_spark.dead_letters))) == sorted(map(repr, map(_dl, core.dead_letters)))
+
+
+def _random_scenario(seed):
+    import random
+
+    rnd = random.Random(seed)
+    triggers = [{"after_watermark": {"early": {"count": 2}, "late": {"count": 1}}},
+                {"repeatedly": {"after_any": [{"after_count": 3}, {"after_processing_time": 1500}]}},
+                {"after_watermark": {"early": {"every": 1000}}}]
+    windows = [{"tumbling": {"size": 4000}}, {"hopping": {"size": 6000, "hop": 2000}}, {"session": {"gap": 1500}}]
+    timeline, clock = [], 0
+    for _ in range(6):
+        clock += rnd.randint(0, 1500)
+        recs = [{"k": rnd.choice("abc"), "t": rnd.randint(0, 20_000), "v": rnd.randint(0, 9)}
+                for _ in range(rnd.randint(1, 5))]
+        timeline.append({"processing_time": clock, "add": recs})
+        if rnd.random() < 0.4:
+            clock += 1000
+            timeline.append({"processing_time": clock})
+    timeline.append({"end": True})
+    return {"pipeline": {"event_time": "t", "key": "k", "window": windows[seed % 3],
+                         "trigger": triggers[seed % 3], "accumulation": ["retracting", "discarding", "accumulating"][seed % 3],
+                         "watermark": {"max_delay": 3000}, "allowed_lateness": 2000,
+                         "aggregates": {"s": {"sum": "v"}, "m": {"max": "v"}, "vals": {"collect_list": "v"}}},
+            "timeline": timeline}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_timelines_same_on_spark_and_core(spark, seed):
+    scenario = load_scenario(_random_scenario(seed))
+    core = replay_core(scenario)
+    on_spark = replay_spark(scenario, spark=spark)
+    assert on_spark.panes == core.panes
+    assert sorted(map(repr, map(_dl, on_spark.dead_letters))) == sorted(map(repr, map(_dl, core.dead_letters)))
