@@ -58,6 +58,11 @@ class AggregateFn:
     def extract(self, acc: Any) -> Any:
         raise NotImplementedError
 
+    def partials(self, values: np.ndarray | None, begins: np.ndarray, n_rows: int) -> list | None:
+        """Accumulators of many groups at once, for rows already sorted by group (group g is
+        rows[begins[g]:begins[g+1]]), or None when the function has no vectorised form."""
+        return None
+
     def describe(self) -> dict:
         return {self.name: self.column}
 
@@ -84,6 +89,13 @@ class Count(AggregateFn):
 
     def extract(self, acc):
         return acc
+
+    def partials(self, values, begins, n_rows):
+        if self.column in (None, "*"):
+            return np.diff(np.append(begins, n_rows)).tolist()
+        if values.dtype.kind not in "iubf":
+            return None
+        return np.add.reduceat(_non_null(values).astype(np.int64), begins).tolist()
 
     def describe(self):
         return {"count": self.column or "*"}
@@ -113,6 +125,16 @@ class Sum(AggregateFn):
     def extract(self, acc):
         return acc
 
+    def partials(self, values, begins, n_rows):
+        if values.dtype.kind in "iub":
+            return np.add.reduceat(values, begins).tolist()
+        if values.dtype.kind == "f":
+            ok = ~np.isnan(values)
+            sums = np.add.reduceat(np.where(ok, values, 0.0), begins).tolist()
+            counts = np.add.reduceat(ok.astype(np.int64), begins).tolist()
+            return [s if c else None for s, c in zip(sums, counts)]
+        return None
+
 
 class Min(AggregateFn):
     name = "min"
@@ -137,9 +159,22 @@ class Min(AggregateFn):
     def extract(self, acc):
         return acc
 
+    _ufunc = np.minimum
+    _nan_ufunc = np.fmin
+
+    def partials(self, values, begins, n_rows):
+        if values.dtype.kind in "iu":
+            return self._ufunc.reduceat(values, begins).tolist()
+        if values.dtype.kind == "f":
+            out = self._nan_ufunc.reduceat(values, begins).tolist()
+            return [None if v != v else v for v in out]
+        return None
+
 
 class Max(Min):
     name = "max"
+    _ufunc = np.maximum
+    _nan_ufunc = np.fmax
 
     def add_group(self, acc, values, ts, seq):
         vals = values[_non_null(values)]
@@ -171,6 +206,14 @@ class Avg(AggregateFn):
 
     def merge(self, a, b):
         return (a[0] + b[0], a[1] + b[1])
+
+    def partials(self, values, begins, n_rows):
+        if values.dtype.kind not in "iuf":
+            return None
+        ok = _non_null(values)
+        sums = np.add.reduceat(np.where(ok, values, 0), begins).tolist()
+        counts = np.add.reduceat(ok.astype(np.int64), begins).tolist()
+        return list(zip(sums, counts))
 
     def extract(self, acc):
         return None if acc[1] == 0 else acc[0] / acc[1]

@@ -108,6 +108,9 @@ class EngineState:
     keys: dict = field(default_factory=dict)  # key tuple -> {(start, end): WindowState}
     #: records seen per key for record-defined sliding windows: key -> sorted list of (ts, seq, values)
     records: dict = field(default_factory=dict)
+    #: nothing can fire before the watermark reaches wake_event or the clock reaches wake_clock
+    wake_event: int = MIN_TIME
+    wake_clock: int | None = None
     metrics: dict = field(default_factory=lambda: {
         "rows": 0, "rows_late": 0, "rows_in_gap": 0, "panes": 0, "retractions": 0, "windows_open": 0,
     })
@@ -258,22 +261,26 @@ class Engine:
                 bounds = np.flatnonzero(np.diff(kc) | np.diff(starts) | np.diff(ends)) + 1
                 begins = np.concatenate(([0], bounds))
                 stops = np.concatenate((bounds, [len(rows)]))
-                for b, e in zip(begins.tolist(), stops.tolist()):
-                    key = key_tuples[kc[b]]
-                    w = (int(starts[b]), int(ends[b]))
-                    r = rows[b:e]
-                    wins = state.keys.setdefault(key, {})
+                # accumulators of every (key, window) group of the batch at once where the
+                # functions allow it (count, sum, min, max, avg), else one call per group
+                sorted_vals = {c: v[rows] for c, v in values.items()}
+                parts = [a.partials(sorted_vals.get(a.column), begins, len(rows)) for a in self.aggs]
+                st_, en_, kc_ = starts[begins].tolist(), ends[begins].tolist(), kc[begins].tolist()
+                for g, (b, e) in enumerate(zip(begins.tolist(), stops.tolist())):
+                    key = key_tuples[kc_[g]]
+                    w = (st_[g], en_[g])
+                    wins = state.keys.get(key)
+                    if wins is None:
+                        wins = state.keys[key] = {}
                     ws = wins.get(w)
                     if wm >= self._expiry(w[1]) or (ws is not None and ws.closed):
-                        for i in r.tolist():
+                        for i in rows[b:e].tolist():
                             missed.setdefault(i, []).append(w)
                         continue
                     if ws is None:
                         ws = wins[w] = self._new_window(w, wm)
-                    self._add(ws, r, ts, seq, values, pt)
+                    self._add(ws, rows[b:e], ts, seq, values, pt, parts, g)
                     touched.append((key, w))
-                    if not wins:
-                        del state.keys[key]
                 for key in [k for k, v in state.keys.items() if not v]:
                     del state.keys[key]
 
@@ -290,10 +297,13 @@ class Engine:
             seen.add((key, w))
             ws = state.keys.get(key, {}).get(w)
             if ws is None or ws.closed:
+                if ws is not None:
+                    self._wake(state, ws)
                 continue
             ctx = Ctx(wm, pt, ws.end)
             if self.machine.should_fire(ws.trig, ctx):
                 fired.extend(self._fire(state, key, ws, ctx))
+            self._wake(state, ws)
         out.panes.extend(self._ordered(fired))
         return out
 
@@ -309,23 +319,35 @@ class Engine:
         if idle and self.p.watermark.idle_timeout is not None:
             state.watermark = max(state.watermark, self.idle_watermark(state))
         wm, pt = state.watermark, state.processing_time
+        if wm < state.wake_event and (state.wake_clock is None or pt < state.wake_clock):
+            return StepResult()  # nothing is due: no window to look at
         emitted = []
+        wake_event, wake_clock = END_OF_INPUT, None
+        next_clock = self.machine.next_processing_deadline
         for key in list(state.keys):
             wins = state.keys[key]
-            for w in sorted(wins, key=lambda w: (w[1], w[0])):
+            for w in list(wins):
                 ws = wins[w]
-                if wm >= self._expiry(ws.end):
+                expiry = self._expiry(ws.end)
+                if wm >= expiry:
                     if not ws.closed:
                         emitted.extend(self._emit(state, key, ws, Ctx(wm, pt, ws.end), final=True))
                     del wins[w]
                     continue
-                if ws.closed:
-                    continue
-                ctx = Ctx(wm, pt, ws.end)
-                if self.machine.should_fire(ws.trig, ctx):
-                    emitted.extend(self._fire(state, key, ws, ctx))
+                if not ws.closed:
+                    ctx = Ctx(wm, pt, ws.end)
+                    if self.machine.should_fire(ws.trig, ctx):
+                        emitted.extend(self._fire(state, key, ws, ctx))
+                if not ws.closed:
+                    d = next_clock(ws.trig)
+                    if d is not None and (wake_clock is None or d < wake_clock):
+                        wake_clock = d
+                due = ws.end if (wm < ws.end and not ws.closed and ws.end < MAX_TIME) else expiry
+                if due < wake_event:
+                    wake_event = due
             if not wins:
                 del state.keys[key]
+        state.wake_event, state.wake_clock = wake_event, wake_clock
         self._purge_records(state)
         state.metrics["windows_open"] = sum(len(v) for v in state.keys.values())
         return StepResult(panes=self._ordered(emitted))
@@ -360,9 +382,22 @@ class Engine:
         return WindowState(w[0], w[1], [a.create() for a in self.aggs], self.machine.new_state(),
                            created_late=w[1] < MAX_TIME and wm >= w[1])
 
-    def _add(self, ws: WindowState, rows: np.ndarray, ts, seq, values, pt) -> None:
-        t, s = ts[rows], seq[rows]
+    def _wake(self, state: EngineState, ws: WindowState) -> None:
+        due = ws.end if (state.watermark < ws.end and ws.end < MAX_TIME) else self._expiry(ws.end)
+        if due < state.wake_event:
+            state.wake_event = due
+        d = self.machine.next_processing_deadline(ws.trig)
+        if d is not None and (state.wake_clock is None or d < state.wake_clock):
+            state.wake_clock = d
+
+    def _add(self, ws: WindowState, rows: np.ndarray, ts, seq, values, pt, parts=None, g=0) -> None:
+        t = s = None
         for j, a in enumerate(self.aggs):
+            if parts is not None and parts[j] is not None:
+                ws.acc[j] = a.merge(ws.acc[j], parts[j][g])
+                continue
+            if t is None:
+                t, s = ts[rows], seq[rows]
             col = a.column
             v = values[col][rows] if col in values else None
             ws.acc[j] = a.add_group(ws.acc[j], v, t, s)
