@@ -295,11 +295,12 @@ class PipelineSpec(_Model):
         reserved = {"window_start", "window_end", "timing", "pane_index", "is_last", "retraction"}
         clash = (set(self.aggregates) | set(self.key)) & reserved
         if clash:
-            raise ValueError(f"column names {sorted(clash)} are reserved for pane metadata")
+            where = "aggregates" if clash & set(self.aggregates) else "key"
+            raise ValueError(f"{where}: column names {sorted(clash)} are reserved for pane metadata")
         if set(self.aggregates) & set(self.key):
-            raise ValueError(f"aggregate outputs {sorted(set(self.aggregates) & set(self.key))} clash with key columns")
+            raise ValueError(f"aggregates: outputs {sorted(set(self.aggregates) & set(self.key))} clash with key columns")
         if isinstance(w, Sessions) and w.gap_column and w.gap_column in self.key:
-            raise ValueError("session gap_column cannot be a key column")
+            raise ValueError("window.session.gap_column: cannot be a key column")
         return self
 
     def to_pipeline(self) -> Pipeline:
@@ -345,6 +346,12 @@ def _format_error(e: ValidationError) -> SpecError:
         msg = "unknown field"
     if err["type"] == "missing":
         msg = "required field is missing"
+    if not loc:  # a check across fields names its field as "field: reason"
+        import re
+
+        m = re.match(r"^([A-Za-z_][\w.\[\]]*): (.*)$", msg, re.S)
+        if m:
+            loc, msg = m.group(1), m.group(2)
     return SpecError(loc, msg)
 
 

@@ -19,6 +19,8 @@ CLOCK = "__panes_clock"      # a scripted processing-time control row (ms), else
 ACTIVE = "__panes_active"    # on a scripted clock row: the step also carries records (not idle)
 BUCKET = "__panes_bucket"
 SEQ = "__panes_seq"
+MALFORMED = "__panes_malformed"  # set by a reader that could not make a record of the input
+NUM = "__panes_num_"         # prefix: a numeric copy of a string column a numeric aggregate reads
 
 #: Spark's watermark at or past this means "the input has ended" (+infinity)
 SPARK_END_MS = 221845392000000  # 9000-01-01T00:00:00Z
@@ -60,6 +62,14 @@ def validation(df: DataFrame, pipeline: Pipeline, ts_ms: Column, ts_reason: Colu
         reason = F.when(reason.isNotNull(), reason).when(missing, F.lit("missing_key"))
         detail = F.when(ts_reason.isNotNull(), detail).when(
             missing, F.lit(f"no value for key column(s) {list(pipeline.key)}"))
+    # numbers in a string column (e.g. JSON whose values mix types): not a number = malformed
+    for c in numeric_string_columns(df, pipeline):
+        bad = F.col(c).isNotNull() & F.col(NUM + c).isNull()
+        detail = F.when(reason.isNotNull(), detail).when(bad, F.lit(f"not a number: ['{c}']"))
+        reason = F.when(reason.isNotNull(), reason).when(bad, F.lit("invalid_value"))
+    if MALFORMED in df.columns:
+        detail = F.when(F.col(MALFORMED).isNotNull(), F.col(MALFORMED)).otherwise(detail)
+        reason = F.when(F.col(MALFORMED).isNotNull(), F.lit("malformed")).otherwise(reason)
     w = pipeline.window
     if isinstance(w, Sessions) and w.gap_column:
         bad_gap = F.col(w.gap_column).isNull() | (F.col(w.gap_column).cast("long") <= 0)
@@ -67,6 +77,16 @@ def validation(df: DataFrame, pipeline: Pipeline, ts_ms: Column, ts_reason: Colu
             bad_gap, F.lit(f"{w.gap_column}: a session gap must be a positive number of milliseconds"))
         reason = F.when(reason.isNotNull(), reason).when(bad_gap, F.lit("invalid_value"))
     return reason, detail
+
+
+def numeric_string_columns(df: DataFrame, pipeline: Pipeline) -> list[str]:
+    """String columns that a numeric aggregate (sum, avg, percentile...) reads."""
+    out = []
+    for a in pipeline.aggregates:
+        c = a.fn.column
+        if a.fn.numeric and c in df.columns and isinstance(df.schema[c].dataType, ST.StringType) and c not in out:
+            out.append(c)
+    return out
 
 
 def output_type(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
@@ -78,6 +98,8 @@ def output_type(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
     if isinstance(fn, A.Sum):
         t = col_type()
         return ST.LongType() if isinstance(t, ST.IntegralType) else ST.DoubleType()
+    if isinstance(fn, A.Percentile) or isinstance(fn, A.Avg):
+        return ST.DoubleType()
     if isinstance(fn, (A.Avg, A.Percentile)):
         return ST.DoubleType()
     if isinstance(fn, (A.Min, A.First)):  # Max, Last are subclasses

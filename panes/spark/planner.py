@@ -23,7 +23,7 @@ from ..core.triggers import Never
 from ..core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling
 from .columns import (
     BUCKET, CLOCK, DEAD_LETTER_SCHEMA, DETAIL, INVALID, PUNCT, SEQ, SPARK_END_MS, TS, WMARK,
-    event_time_ms, output_type, pane_schema, validation,
+    NUM, event_time_ms, numeric_string_columns, output_type, pane_schema, validation,
 )
 from .stateful import DL_COLS, KIND, PHASE, SUB, BucketProcessor
 
@@ -109,6 +109,10 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
     if p.watermark.punctuation and punct_col in cols:
         puncts.append(_ms(df, punct_col))
     out = df.withColumn(TS, ts)
+    for c in numeric_string_columns(df, p):
+        # numbers as numbers for the engine; the original column stays for the dead letters
+        # (a JSON number inferred as string reads as a double)
+        out = out.withColumn(NUM + c, F.col(c).try_cast("double"))
     punct = (F.greatest(*puncts) if len(puncts) > 1 else puncts[0]) if puncts else F.lit(None).cast("long")
     out = out.withColumn(PUNCT, punct)
     reason, detail = validation(out, p, F.col(TS), ts_reason)
@@ -122,6 +126,8 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
     wm_ms = F.when(F.col(PUNCT).isNotNull(), F.col(PUNCT) + F.lit(0 if p.watermark.punctuation else delay)) \
         .when(F.col(INVALID).isNull() & F.col(CLOCK).isNull(), data_wm)
     out = out.withColumn(WMARK, F.timestamp_millis(wm_ms))
+    if not buckets:
+        return out  # batch native plan: no buckets
     if p.key:
         bucket = F.pmod(F.xxhash64(*[F.col(k) for k in p.key]), F.lit(buckets)).cast("int")
     else:
@@ -232,7 +238,8 @@ def dead_letters_of(combined: DataFrame) -> DataFrame:
 def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult:
     """The final answer for bounded input: every valid record counted, one pane per window."""
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
-    prepared = _prepare(df, p, buckets, ingestion=F.unix_millis(F.current_timestamp()))
+    native = native_batch_supported(p)
+    prepared = _prepare(df, p, 0 if native else buckets, ingestion=F.unix_millis(F.current_timestamp()))
     invalid = prepared.filter(F.col(INVALID).isNotNull())
     dead = invalid.select(
         F.col(INVALID).alias("reason"),
@@ -242,6 +249,8 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
         F.col(DETAIL).alias("detail"),
     )
     good = prepared.filter(F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
+    for c in numeric_string_columns(df, p):
+        good = good.withColumn(c, F.col(NUM + c))
     if native_batch_supported(p):
         panes = _native_batch(good, p, df.schema)
         return WindowedResult(panes, dead, None, explain_plan(p, "batch"))
@@ -299,7 +308,10 @@ def native_aggregate(a: A.Aggregate) -> Column:
 
 
 def _native_batch(good: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
-    windowed = _assign_windows(good.withColumn(SEQ, F.monotonically_increasing_id()), p)
+    ordered = any(isinstance(a.fn, (A.First, A.CollectList)) for a in p.aggregates)
+    if ordered:  # arrival order breaks event-time ties for first / last / collect_list
+        good = good.withColumn(SEQ, F.monotonically_increasing_id())
+    windowed = _assign_windows(good, p)
     grouped = windowed.groupBy(*p.key, "__ws", "__we").agg(*[native_aggregate(a) for a in p.aggregates])
     out = grouped.select(
         *p.key,

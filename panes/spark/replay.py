@@ -23,7 +23,7 @@ from ..core.engine import _sort_key
 from ..core.time import format_instant
 from ..core.windows import GlobalWindows
 from ..replay import ReplayResult, Scenario
-from .columns import ACTIVE, CLOCK, SPARK_END_MS
+from .columns import ACTIVE, CLOCK, MALFORMED, SPARK_END_MS
 from .planner import window_stream
 from .session import get_spark
 from .stateful import KIND, PHASE, SUB
@@ -35,8 +35,8 @@ INGEST = "__panes_ingest"
 def _step_rows(step: dict, clock: int) -> list[dict]:
     rows: list[dict] = [{CLOCK: clock, ACTIVE: 1} if step.get("add") else {CLOCK: clock}]
     if "add" in step:
-        rows += [dict(r, **{INGEST: clock}) if isinstance(r, dict) else {"__panes_bad": json.dumps(r)}
-                 for r in step["add"]]
+        rows += [dict(r, **{INGEST: clock}) if isinstance(r, dict)
+                 else {"value": r, MALFORMED: "a record must be a JSON object"} for r in step["add"]]
     if "watermark" in step:
         rows.append({WM_STEP: step["watermark"]})
     if step.get("end"):

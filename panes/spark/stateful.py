@@ -26,7 +26,7 @@ from ..core.engine import END_OF_INPUT, TS as CORE_TS, Engine, EngineState
 from ..core.pipeline import Pipeline
 from ..core.time import MAX_TIME, MIN_TIME
 from ..core.windows import GlobalWindows
-from .columns import ACTIVE, CLOCK, DETAIL, INVALID, SPARK_END_MS, TS
+from .columns import ACTIVE, CLOCK, DETAIL, INVALID, NUM, SPARK_END_MS, TS
 
 KIND, PHASE, SUB = "__panes_kind", "__panes_phase", "__panes_sub"
 DL_COLS = ["dl_reason", "dl_record", "dl_watermark", "dl_windows", "dl_detail"]
@@ -137,6 +137,9 @@ class BucketProcessor(StatefulProcessor):
                 pdf = pdf[~invalid]
         if len(pdf):
             batch = pdf.rename(columns={TS: CORE_TS}).reset_index(drop=True)
+            for c in self.pipeline.value_columns:
+                if NUM + c in batch.columns:  # a string column read as numbers
+                    batch[c] = batch[NUM + c]
             batch[CORE_TS] = batch[CORE_TS].astype(np.int64)
             res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch, i))
             self._panes(res.panes, 2, out)
