@@ -30,7 +30,6 @@ import math
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -144,10 +143,8 @@ def plain_agg(df):
 
 
 def stream_source(spark, path: Path, files_per_trigger: int):
-    r = spark.readStream.schema(schema()).option("maxFilesPerTrigger", files_per_trigger)
-    if path.is_file():  # the warm-up reads one file
-        r = r.option("basePath", str(path.parent))
-    return r.parquet(str(path))
+    return (spark.readStream.schema(schema()).option("maxFilesPerTrigger", files_per_trigger)
+            .parquet(str(path)))
 
 
 def run_query(make_writer, timeout: float, events: int) -> dict:
@@ -337,7 +334,7 @@ def main(argv=None) -> int:
     ap.add_argument("--wait-idle", type=float, default=120,
                     help="before each measurement, wait up to this many seconds for other Spark JVMs "
                          "on the machine to end (0: do not wait)")
-    ap.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up batch query")
+    ap.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up (every measured path once on the first file)")
     ap.add_argument("--only", default="abcd", help="subset of measurements to run, e.g. 'ac' (default abcd)")
     ap.add_argument("--out", default=str(HERE / "results" / "latest.json"), help="where to write the figures")
     a = ap.parse_args(argv)
@@ -366,14 +363,19 @@ def main(argv=None) -> int:
         wait_idle(a.wait_idle)
         t0 = time.perf_counter()
         plain_agg(spark.read.schema(schema()).parquet(str(path))).write.format("noop").mode("overwrite").save()
-        head = sorted(path.glob("part-*.parquet"))[0]
+        # a file source wants a directory: a sibling one holding a copy of the first file
+        head = path.with_name(path.name + "_warmup")
+        first = sorted(path.glob("part-*.parquet"))[0]
+        if not (head / first.name).exists():
+            head.mkdir(exist_ok=True)
+            shutil.copy2(first, head / first.name)
         if "a" in a.only:
             measure_plain_stream(spark, head, 1, a.timeout, 0)
         if "b" in a.only:
             measure_panes_stream(spark, head, 1, a.timeout, 0)
         if "d" in a.only:
             measure_panes_batch(spark, head, 0)
-        log(f"warm-up (untimed; every measured path on {head.name}): {time.perf_counter() - t0:.1f} s")
+        log(f"warm-up (untimed; every measured path on {first.name}): {time.perf_counter() - t0:.1f} s")
 
     names = {"a": "plain_stream", "b": "panes_stream", "c": "plain_batch", "d": "panes_batch"}
     runs: dict[str, list[dict]] = {names[k]: [] for k in a.only}
@@ -408,7 +410,11 @@ def main(argv=None) -> int:
                 if not r["finished"]:
                     extra += f" -- STOPPED after {a.timeout:.0f} s with {r['input_rows']:,} events read"
             log(f"  {name}: {r['seconds']:.1f} s, {r['events_per_s']:,.0f} events/s{extra}")
-            r["other_spark_jvms"] = len(others or other_spark_jvms())
+            after = other_spark_jvms()
+            if after:
+                log(f"  WARNING: other Spark JVMs {after} ran during {name}: its time is skewed")
+            # other Spark JVMs seen before or right after the measurement
+            r["other_spark_jvms"] = len(set(others) | set(after))
             r["loadavg_1m_before"] = round(load, 2)
             runs[name].append(r)
 
@@ -445,15 +451,21 @@ def main(argv=None) -> int:
                                           "ratio": round(ratio, 4)}
             print(f"ratio panes/plain ({mode}): {ratio:.3f}"
                   + ("" if p["finished"] else "  (panes run incomplete: throughput of the part it read)"))
+    stream_check = None
     if "plain_stream" in res or "panes_stream" in res:
         ps, pp = res.get("plain_stream"), res.get("panes_stream")
         print("note: trigger availableNow emits no final watermark, so the windows of the last minute "
               "never close; streaming runs count the windows they emitted, not the full answer.")
         if ps and pp:
             same = (ps["emitted_rows"], ps["emitted_total"]) == (pp["emitted_rows"], pp["emitted_total"])
+            stream_check = {"plain_rows": ps["emitted_rows"], "plain_total": ps["emitted_total"],
+                            "panes_rows": pp["emitted_rows"], "panes_total": pp["emitted_total"],
+                            "panes_dead_letters": pp.get("dead_letters", 0), "ok": same}
             print(f"streaming emitted windows: plain {ps['emitted_rows']:,} (sum total {ps['emitted_total']:,}), "
                   f"panes {pp['emitted_rows']:,} (sum total {pp['emitted_total']:,}), "
-                  f"panes dead letters {pp.get('dead_letters', 0):,} -> {'same' if same else 'DIFFERENT'}")
+                  f"panes dead letters {pp.get('dead_letters', 0):,} -> "
+                  f"{'OK' if same else 'MISMATCH'}"
+                  + ("" if ps["finished"] and pp["finished"] else " (a run was stopped early: not comparable)"))
     if check is not None:
         print(f"batch check (rows, sum of total): plain {check['plain']['rows']:,} / {check['plain']['total']:,}, "
               f"panes {check['panes']['rows']:,} / {check['panes']['total']:,} -> "
@@ -465,14 +477,15 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(figures, indent=2) + "\n")
     details = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "command": " ".join([os.path.relpath(sys.executable) if sys.executable.startswith(str(ROOT))
+                              else sys.executable, *sys.argv]),
         "started_utc": started.isoformat(timespec="seconds"),
         "params": {"events": events, "keys": keys, "files": files, "repeat": a.repeat,
                    "max_files_per_trigger": fpt, "data": str(path.relative_to(ROOT))},
         "spark": {"version": spark.version, "master": spark.sparkContext.master,
                   "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions")},
         "machine": machine(),
-        "results": res, "figures": figures, "batch_check": check, "errors": errors,
+        "results": res, "figures": figures, "batch_check": check, "stream_check": stream_check, "errors": errors,
     }
     details_path = out.with_name(out.stem + "_details.json")
     details_path.write_text(json.dumps(details, indent=2, default=str) + "\n")
