@@ -320,6 +320,25 @@ def machine() -> dict:
     return info
 
 
+def merge_figures(path: Path, figures: dict) -> dict:
+    """Add / replace ``figures``' keys in the JSON object at ``path`` (other benchmarks' keys stay)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    merged: dict = {}
+    if path.exists():
+        try:
+            merged = json.loads(path.read_text())
+        except ValueError:
+            merged = {}
+        if not isinstance(merged, dict):
+            merged = {}
+    merged.update(figures)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(merged, indent=2) + "\n")
+    tmp.replace(path)
+    return merged
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=None, help="events (default 2,000,000; --quick 200,000)")
@@ -474,8 +493,7 @@ def main(argv=None) -> int:
         print(f"ERRORS in: {', '.join(errors)} (tracebacks above)")
 
     out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(figures, indent=2) + "\n")
+    merge_figures(out, figures)
     details = {
         "command": " ".join([os.path.relpath(sys.executable) if sys.executable.startswith(str(ROOT))
                               else sys.executable, *sys.argv]),

@@ -342,10 +342,15 @@ def _engine_batch(good: DataFrame, p: Pipeline, schema: ST.StructType, record_co
     needed = list(dict.fromkeys([TS, *p.key, *p.value_columns] +
                                 ([p.window.gap_column] if isinstance(p.window, Sessions) and p.window.gap_column else [])))
 
+    integral = [c for c in p.value_columns if c in schema.fieldNames() and isinstance(schema[c].dataType, ST.IntegralType)]
+
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
+        from .stateful import restore_integers
+
         engine = Engine(final)
         st = engine.new_state()
         batch = pdf.rename(columns={TS: CORE_TS})
+        restore_integers(batch, integral)
         batch[CORE_TS] = batch[CORE_TS].astype("int64")
         res = engine.ingest(st, batch.sort_values(CORE_TS, kind="stable").reset_index(drop=True))
         res.extend(engine.advance(st, END_OF_INPUT))

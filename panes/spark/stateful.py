@@ -48,6 +48,18 @@ def _clean(v):
     return v
 
 
+def restore_integers(frame: pd.DataFrame, columns) -> None:
+    """Integer columns with nulls arrive from Arrow as float64 with NaN: give them back as Python
+    ints and None, so aggregates and user functions see the values the records hold."""
+    for c in columns:
+        if c in frame.columns and frame[c].dtype.kind == "f":
+            arr = frame[c].to_numpy()
+            ok = ~np.isnan(arr)
+            obj = np.empty(len(arr), dtype=object)
+            obj[ok] = arr[ok].astype(np.int64).tolist()
+            frame[c] = obj
+
+
 class BucketProcessor(StatefulProcessor):
     def __init__(self, pipeline: Pipeline, record_columns: list[str], output_columns: list[str],
                  scripted_clock: bool = False, input_names: list[str] | None = None,
@@ -140,6 +152,7 @@ class BucketProcessor(StatefulProcessor):
             for c in self.pipeline.value_columns:
                 if NUM + c in batch.columns:  # a string column read as numbers
                     batch[c] = batch[NUM + c]
+            restore_integers(batch, [c for c in self.pipeline.value_columns if c in self.integral])
             batch[CORE_TS] = batch[CORE_TS].astype(np.int64)
             res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch, i))
             self._panes(res.panes, 2, out)
