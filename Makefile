@@ -5,6 +5,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
+SHELL  := /bin/bash
+# PySpark's transformWithState driver worker prints its own start-up chatter: keep the demo readable
+QUIET  := grep --line-buffered -v -e 'TransformWithStateInPandas Python worker' -e '^$$'
 
 .PHONY: setup java demo demo-batch test test-core bench bench-quick clean
 
@@ -24,10 +27,10 @@ demo: setup
 	rm -rf out/traffic
 	@# a file source reads files in modification-time order: a fresh clone's are all alike
 	@n=0; for f in examples/traffic/data/part-*.json; do n=$$((n+1)); touch -d "@$$((1600000000 + n))" $$f; done
-	cd examples/traffic && ../../$(VENV)/bin/panes run pipeline.yaml
+	set -o pipefail; cd examples/traffic && ../../$(VENV)/bin/panes run pipeline.yaml 2>&1 | $(QUIET)
 
 demo-batch: setup
-	cd examples/traffic && ../../$(VENV)/bin/panes run pipeline.yaml --mode batch
+	set -o pipefail; cd examples/traffic && ../../$(VENV)/bin/panes run pipeline.yaml --mode batch 2>&1 | $(QUIET)
 
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; \

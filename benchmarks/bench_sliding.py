@@ -84,10 +84,20 @@ def make_events(n: int, keys: int, seed: int = SEED, span_ms: int | None = None)
     return ts[order], key[order], amount[order], rng
 
 
+def key_labels(keys: int) -> np.ndarray:
+    width = len(str(keys - 1))
+    return np.array([f"k{i:0{width}d}" for i in range(keys)], dtype=object)
+
+
+def key_subset(batches: list[pd.DataFrame], labels: np.ndarray, k: int) -> list[pd.DataFrame]:
+    """The same batches restricted to the events of the first k keys."""
+    keep = set(labels[:k].tolist())
+    return [b[b["key"].isin(keep)].reset_index(drop=True) for b in batches]
+
+
 def make_batches(ts, key, amount, keys: int, batches: int, rng) -> list[pd.DataFrame]:
     """Consecutive event-time slices, each shuffled (disorder within a batch, none across)."""
-    width = len(str(keys - 1))
-    labels = np.array([f"k{i:0{width}d}" for i in range(keys)], dtype=object)
+    labels = key_labels(keys)
     out = []
     for idx in np.array_split(np.arange(len(ts)), batches):
         idx = rng.permutation(idx)
@@ -192,6 +202,14 @@ def run(spec_: dict, batches: list[pd.DataFrame], limit: float | None = None) ->
     return out
 
 
+def report_run(kind: str, r: dict) -> None:
+    cap = ""
+    if r["capped"]:
+        cap = f", CAPPED: {r.get('keys_fed', '?')} keys, {r['batches_fed']}/{r['batches']} batches"
+    log(f"  {kind}: {r['seconds']:.2f} s for {r['records']:,} records{cap}, {r['us_per_record']:,.1f} us/record, "
+        f"{r['windows']:,} windows, {r['dead_letters']} dead letters, peak RSS {r['peak_rss_mb'] or 0:,.0f} MB")
+
+
 # -- correctness ------------------------------------------------------------------------------------------
 
 
@@ -293,41 +311,70 @@ def main(argv=None) -> int:
 
     ts, key, amount, rng = make_events(n, a.keys)
     batches = make_batches(ts, key, amount, a.keys, a.batches, rng)
+    labels = key_labels(a.keys)
     bounds = np.cumsum([len(b) for b in batches])
 
     results = []
+    cost_per_window = None  # seconds per hopping window, from the last hopping run (or a pilot)
     for D in diffs:
         row: dict = {"D_ms": D, "hopping_windows_formula_full": hopping_window_count(ts, key, D)}
-        for kind, sp in (("sliding", sliding_spec(D, max_delay)), ("hopping", hopping_spec(D, max_delay))):
-            log(f"D={dur_label(D)}: {kind} ...")
+        log(f"D={dur_label(D)}: sliding ...")
+        others = wait_idle(a.wait_idle)
+        load = os.getloadavg()[0]
+        try:
+            s = run(sliding_spec(D, max_delay), batches)
+            s.update(loadavg_1m_before=round(load, 2), other_spark_jvms=len(set(others) | set(other_spark_jvms())))
+            row["sliding"] = s
+            report_run("sliding", s)
+        except Exception:
+            errors[f"sliding_{D}"] = traceback.format_exc()
+            log(f"sliding D={D} FAILED:\n{errors[f'sliding_{D}']}")
+
+        # hopping: the whole input if it is predicted to fit in --limit, else the events of the first
+        # k keys (same per-key density and batches: the per-record cost is comparable)
+        try:
+            if cost_per_window is None:
+                pk = max(1, a.keys // 50)
+                log(f"D={dur_label(D)}: hopping pilot on {pk} key(s) (untimed, to predict the time) ...")
+                wait_idle(a.wait_idle)
+                pilot = run(hopping_spec(D, max_delay), key_subset(batches, labels, pk))
+                cost_per_window = pilot["seconds"] / max(1, pilot["windows"])
+                row["hopping_pilot"] = pilot
+            predicted = row["hopping_windows_formula_full"] * cost_per_window * 1.5
+            row["hopping_predicted_s"] = predicted
+            hop_keys = a.keys
+            if predicted > a.limit:
+                hop_keys = max(1, min(a.keys, int(a.keys * 0.5 * a.limit / predicted)))
+            hop_batches = batches if hop_keys == a.keys else key_subset(batches, labels, hop_keys)
+            log(f"D={dur_label(D)}: hopping (predicted {predicted:,.0f} s for the whole input"
+                + (f"; CAPPED to the events of the first {hop_keys} of {a.keys} keys" if hop_keys < a.keys else "")
+                + ") ...")
             others = wait_idle(a.wait_idle)
             load = os.getloadavg()[0]
-            try:
-                r = run(sp, batches, limit=a.limit if kind == "hopping" else None)
-            except Exception:
-                errors[f"{kind}_{D}"] = traceback.format_exc()
-                log(f"{kind} D={D} FAILED:\n{errors[f'{kind}_{D}']}")
-                continue
-            r["loadavg_1m_before"] = round(load, 2)
-            r["other_spark_jvms"] = len(set(others) | set(other_spark_jvms()))
-            row[kind] = r
-            log(f"  {kind}: {r['seconds']:.2f} s for {r['records']:,} records "
-                f"({r['batches_fed']}/{r['batches']} batches{', CAPPED' if r['capped'] else ''}), "
-                f"{r['us_per_record']:,.1f} us/record, {r['windows']:,} windows, "
-                f"{r['dead_letters']} dead letters, peak RSS {r['peak_rss_mb'] or 0:,.0f} MB")
-        h = row.get("hopping")
-        if h is not None:
+            h = run(hopping_spec(D, max_delay), hop_batches, limit=a.limit)
+            h.update(loadavg_1m_before=round(load, 2), other_spark_jvms=len(set(others) | set(other_spark_jvms())),
+                     keys_fed=hop_keys)
+            h["capped"] = h["capped"] or hop_keys < a.keys
+            cost_per_window = h["seconds"] / max(1, h["windows"])
+            row["hopping"] = h
+            report_run("hopping", h)
+            # the events the hopping run got: the first keys_fed keys, in the first batches_fed batches
             fed_n = int(bounds[h["batches_fed"] - 1])
-            row["hopping_windows_formula_fed"] = hopping_window_count(ts[:fed_n], key[:fed_n], D)
-            # batches are consecutive event-time slices: the first k batches are ts[:bounds[k-1]]
+            sel = key[:fed_n] < hop_keys
+            row["hopping_windows_formula_fed"] = hopping_window_count(ts[:fed_n][sel], key[:fed_n][sel], D)
             if h["windows"] != row["hopping_windows_formula_fed"]:
                 errors[f"hopping_windows_{D}"] = (f"hopping emitted {h['windows']:,} windows, the formula "
                                                   f"gives {row['hopping_windows_formula_fed']:,}")
                 log(f"  MISMATCH: {errors[f'hopping_windows_{D}']}")
             if h["capped"]:
-                log(f"D={dur_label(D)}: sliding on the same {h['batches_fed']} batches (windows on the same input) ...")
+                log(f"D={dur_label(D)}: sliding on the hopping run's input (for the windows ratio) ...")
                 wait_idle(a.wait_idle)
-                row["sliding_same_input"] = run(sliding_spec(D, max_delay), batches[:h["batches_fed"]])
+                same = key_subset(hop_batches[:h["batches_fed"]], labels, hop_keys)
+                row["sliding_same_input"] = run(sliding_spec(D, max_delay), same)
+                report_run("sliding", row["sliding_same_input"])
+        except Exception:
+            errors[f"hopping_{D}"] = traceback.format_exc()
+            log(f"hopping D={D} FAILED:\n{errors[f'hopping_{D}']}")
         results.append(row)
 
     # -- report ------------------------------------------------------------------------------------------
@@ -336,7 +383,7 @@ def main(argv=None) -> int:
     print(f"== KIP-450 sliding vs hopping (size D + 1 ms, hop 1 ms), core engine, {n:,} events, "
           f"{a.keys} keys, {a.batches} batches ==")
     hdr = (f"{'D':>6} | {'sliding s':>9} {'us/rec':>8} {'windows':>9} | {'hopping s':>9} {'records':>8} "
-           f"{'us/rec':>9} {'windows':>11} | {'time hop/sl':>11} {'windows hop/sl':>14}")
+           f"{'us/rec':>9} {'windows':>11} | {'time hop/sl':>11} {'windows hop/sl':>14} {'(full input)':>12}")
     print(hdr)
     print("-" * len(hdr))
     base = None
@@ -353,7 +400,8 @@ def main(argv=None) -> int:
         row["windows_ratio_full_input_formula"] = row["hopping_windows_formula_full"] / s["windows"]
         print(f"{dur_label(D):>6} | {s['seconds']:>9.2f} {s['us_per_record']:>8.1f} {s['windows']:>9,} | "
               f"{h['seconds']:>9.2f} {h['records']:>8,} {h['us_per_record']:>9.1f} {h['windows']:>11,} | "
-              f"{time_ratio:>11.1f} {win_ratio:>14.1f}" + ("  (hopping CAPPED)" if h["capped"] else ""))
+              f"{time_ratio:>11.1f} {win_ratio:>14.1f} {row['windows_ratio_full_input_formula']:>12.1f}"
+              + ("  (hopping CAPPED)" if h["capped"] else ""))
         figures[f"sliding_vs_hopping_{dur_label(D)}"] = {
             "events_per_s": round(s["events_per_s"], 1),
             "baseline_events_per_s": round(h["events_per_s"], 1),
@@ -365,12 +413,18 @@ def main(argv=None) -> int:
         h = row.get("hopping")
         if h and h["capped"]:
             same = row["sliding_same_input"]
-            print(f"note: hopping at D={dur_label(row['D_ms'])} would take over {a.limit:.0f} s: it got only the first "
-                  f"{h['batches_fed']} of {h['batches']} batches ({h['records']:,} events, same batch size and "
-                  f"density); its time is compared per record. Windows ratio on those events: hopping "
-                  f"{h['windows']:,} / sliding {same['windows']:,}; on the full input (formula): "
+            what = []
+            if h.get("keys_fed", a.keys) < a.keys:
+                what.append(f"the events of the first {h['keys_fed']} of {a.keys} keys")
+            if h["batches_fed"] < h["batches"]:
+                what.append(f"the first {h['batches_fed']} of {h['batches']} batches")
+            print(f"note: hopping at D={dur_label(row['D_ms'])} was predicted to take "
+                  f"{row.get('hopping_predicted_s', 0):,.0f} s (> {a.limit:.0f} s) on the whole input: it got only "
+                  f"{' and '.join(what)} ({h['records']:,} events; same per-key density and batches), and its "
+                  f"time is compared per record. Windows on that input: hopping {h['windows']:,} / sliding "
+                  f"{same['windows']:,}; on the full input (hopping by formula): "
                   f"{row['hopping_windows_formula_full']:,} / {row['sliding']['windows']:,} = "
-                  f"{row['windows_ratio_full_input_formula']:.0f}")
+                  f"{row['windows_ratio_full_input_formula']:.0f}x")
     if base is not None and len(results) > 1:
         print("growth with D (per-record time relative to the smallest D):")
         for row in results:
