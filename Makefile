@@ -41,9 +41,13 @@ test-core: setup
 
 bench: setup
 	$(PY) benchmarks/bench.py
+	$(PY) benchmarks/bench_triggers.py
+	$(PY) benchmarks/bench_sliding.py
 
 bench-quick: setup
 	$(PY) benchmarks/bench.py --quick
+	$(PY) benchmarks/bench_triggers.py --quick
+	$(PY) benchmarks/bench_sliding.py --quick
 
 clean:
 	rm -rf out .pytest_cache

@@ -52,7 +52,6 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-import bench  # noqa: E402  (sets PYSPARK_PYTHON if unset)
 from bench import (SPEC, generate, human, log, machine, measure_plain_stream, merge_figures,  # noqa: E402
                    other_spark_jvms, run_query, stream_source, wait_idle)
 
