@@ -132,7 +132,9 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
         bucket = F.pmod(F.xxhash64(*[F.col(k) for k in p.key]), F.lit(buckets)).cast("int")
     else:
         bucket = F.lit(0)
-    # control rows (scripted clock) reach every bucket
+    if CLOCK not in cols:
+        return out.withColumn(BUCKET, bucket)
+    # clock rows (heartbeat, scripted clock) reach every bucket
     out = out.withColumn(BUCKET, F.explode(F.when(F.col(CLOCK).isNotNull(), F.sequence(F.lit(0), F.lit(buckets - 1)))
                                            .otherwise(F.array(bucket))))
     return out

@@ -145,7 +145,7 @@ class BucketProcessor(StatefulProcessor):
             if invalid.any():
                 bad = pdf[invalid].reset_index(drop=True)
                 for i, (reason, detail) in enumerate(zip(bad[INVALID], bad[DETAIL])):
-                    out.append(self._letter_row(2, reason, self._record(bad, i), None, None, detail, len(out)))
+                    out.append(self._letter_row(2, reason, self._record(bad, i), None, None, detail, -len(bad) + i))
                 pdf = pdf[~invalid]
         if len(pdf):
             batch = pdf.rename(columns={TS: CORE_TS}).reset_index(drop=True)
@@ -187,34 +187,46 @@ class BucketProcessor(StatefulProcessor):
         return out
 
     def _panes(self, panes, phase: int, out: list) -> None:
+        """Pane rows, built column by column (one frame per call, no dict per row)."""
+        if not panes:
+            return
         p = self.pipeline
-        for i, pane in enumerate(panes):
-            r = {KIND: "P", PHASE: phase, SUB: len(out)}
-            for name, v in zip(p.key, pane.key):
-                r[name] = v
-            r["window_start"] = None if self.is_global else pane.window_start
-            r["window_end"] = None if self.is_global else pane.window_end
-            r["timing"] = pane.timing
-            r["pane_index"] = pane.pane_index
-            r["is_last"] = pane.is_last
-            r["retraction"] = pane.retraction
-            for a, v in zip(p.aggregates, pane.values):
-                if a.output in self.integral_outputs and isinstance(v, float) and v.is_integer():
-                    v = int(v)  # integer input with nulls arrives as float64
-                r[a.output] = v
-            out.append(r)
+        n = len(panes)
+        cols: dict = {KIND: ["P"] * n, PHASE: [phase] * n, SUB: list(range(n))}
+        for j, name in enumerate(p.key):
+            cols[name] = [pane.key[j] for pane in panes]
+        cols["window_start"] = [None] * n if self.is_global else [pane.window_start for pane in panes]
+        cols["window_end"] = [None] * n if self.is_global else [pane.window_end for pane in panes]
+        cols["timing"] = [pane.timing for pane in panes]
+        cols["pane_index"] = [pane.pane_index for pane in panes]
+        cols["is_last"] = [pane.is_last for pane in panes]
+        cols["retraction"] = [pane.retraction for pane in panes]
+        for j, a in enumerate(p.aggregates):
+            vals = [pane.values[j] for pane in panes]
+            if a.output in self.integral_outputs:  # integer input with nulls arrives as float64
+                vals = [int(v) if isinstance(v, float) and v.is_integer() else v for v in vals]
+            cols[a.output] = vals
+        out.append(cols)
 
     def _letters(self, letters, phase: int, out: list) -> None:
-        for d in letters:
+        for i, d in enumerate(letters):
             wins = [{"start": s, "end": e} for s, e in d.windows] if d.windows else None
-            out.append(self._letter_row(phase, d.reason, d.record, d.watermark, wins, d.detail, len(out)))
+            out.append(self._letter_row(phase, d.reason, d.record, d.watermark, wins, d.detail, i))
 
     def _letter_row(self, phase, reason, record, watermark, windows, detail, sub=0) -> dict:
-        return {KIND: "D", PHASE: phase, SUB: sub, "dl_reason": reason,
-                "dl_record": json.dumps(record, default=str, sort_keys=False),
-                "dl_watermark": None if watermark is None or watermark <= MIN_TIME or watermark >= MAX_TIME else watermark,
-                "dl_windows": json.dumps(windows) if windows else None, "dl_detail": detail}
+        """A one-row block of columns for a dead letter."""
+        return {KIND: ["D"], PHASE: [phase], SUB: [sub], "dl_reason": [reason],
+                "dl_record": [json.dumps(record, default=str, sort_keys=False)],
+                "dl_watermark": [None if watermark is None or watermark <= MIN_TIME or watermark >= MAX_TIME else watermark],
+                "dl_windows": [json.dumps(windows) if windows else None], "dl_detail": [detail]}
 
-    def _frame(self, rows: list[dict]) -> pd.DataFrame:
-        df = pd.DataFrame(rows, columns=self.output_columns)
-        return df.astype(object).where(pd.notna(df), None)
+    def _frame(self, blocks: list[dict]) -> pd.DataFrame:
+        """Blocks of columns (panes, dead letters) to one frame with every output column; the
+        order within a phase is kept in SUB for the replay's ordering."""
+        columns: dict = {c: [] for c in self.output_columns}
+        for b in blocks:
+            n = len(b[KIND])
+            for c in self.output_columns:
+                v = b.get(c)
+                columns[c].extend(v if v is not None else [None] * n)
+        return pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in columns.items()})
