@@ -116,21 +116,19 @@ def replay_core(scenario: Scenario) -> ReplayResult:
     dead: list[dict] = []
     for step in scenario.timeline:
         pt = step.get("processing_time")
-        if pt is not None and pt > state.processing_time:
-            # the clock moves first (a step's records make the source active at that instant)
-            res = engine.advance(state, None, pt, idle=not step.get("add"))
-            panes.extend(pane_to_dict(p, pipe) for p in res.panes)
         batch = None
         record_of = None
         wm = step.get("watermark")
         if "add" in step:
-            parsed = parse_records(pipe, step["add"], ingestion_time=state.processing_time)
+            # ingestion time: the clock as this step leaves it (the clock moves first)
+            parsed = parse_records(pipe, step["add"], ingestion_time=max(state.processing_time, pt or 0))
             dead.extend(dead_letter_to_dict(d) for d in parsed.dead_letters)
             batch = parsed.frame
             record_of = parsed.records.__getitem__
             if parsed.punctuation is not None:
                 wm = parsed.punctuation if wm is None else max(wm, parsed.punctuation)
-        res = engine.step(state, batch, watermark=wm, end=step.get("end", False), record_of=record_of)
+        res = engine.step(state, batch, watermark=wm, processing_time=pt, end=step.get("end", False),
+                          record_of=record_of, active=bool(step.get("add")))
         panes.extend(pane_to_dict(p, pipe) for p in res.panes)
         dead.extend(dead_letter_to_dict(d) for d in res.dead_letters)
     return ReplayResult(panes, dead, dict(state.metrics))

@@ -168,15 +168,17 @@ class Engine:
         processing_time: int | None = None,
         end: bool = False,
         record_of: Callable[[int], dict] | None = None,
+        active: bool = False,
     ) -> StepResult:
-        """One replay step: ingest the batch (lateness against the current watermark), move the
-        watermark by the pipeline's strategy and any explicit ``watermark``, then fire."""
+        """One replay step: the clock moves, the batch is ingested (lateness against the current
+        watermark), the watermark moves by the pipeline's strategy and any explicit ``watermark``,
+        then what is due fires. ``active``: records arrived even if none is valid (idleness)."""
         out = StepResult()
         has_data = batch is not None and len(batch) > 0
         if processing_time is not None and processing_time > state.processing_time:
             # the clock moves first: processing-time triggers due by then fire before the batch
             # (the batch's records make the source active at that instant: no idleness close)
-            out.extend(self.advance(state, None, processing_time, idle=not has_data))
+            out.extend(self.advance(state, None, processing_time, idle=not (has_data or active)))
         if has_data:
             out.extend(self.ingest(state, batch, record_of=record_of))
         new_wm = state.watermark
