@@ -85,19 +85,17 @@ class BucketProcessor(StatefulProcessor):
         return self.engine.new_state()
 
     def _save(self, st: EngineState) -> None:
-        for t in list(self.handle.listTimers()):
-            self.handle.deleteTimer(t)
-        if not st.keys and not st.records:
-            self.store.clear()
-            # keep the clock: nothing else to remember
-            if st.watermark > MIN_TIME or st.processing_time:
-                self.store.update((pickle.dumps(EngineState(watermark=st.watermark, processing_time=st.processing_time,
-                                                            seq=st.seq, max_event_time=st.max_event_time)),))
-            return
+        """Store the bucket's state and keep one event-time timer at its next deadline."""
         self.store.update((pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL),))
-        d = self.engine.next_event_deadline(st)
-        if d is not None and d < END_OF_INPUT:
-            self.handle.registerTimer(max(int(min(d, SPARK_END_MS)), 0))
+        # the engine's wake mark is a lower bound of the next deadline, exact after a scan
+        d = st.wake_event if st.wake_event > st.watermark else self.engine.next_event_deadline(st)
+        want = [max(int(min(d, SPARK_END_MS)), 0)] if d is not None and d < END_OF_INPUT else []
+        have = list(self.handle.listTimers())
+        if have != want:
+            for t in have:
+                self.handle.deleteTimer(t)
+            for t in want:
+                self.handle.registerTimer(t)
 
     def _watermark(self, st: EngineState, spark_wm: int) -> int | None:
         if spark_wm >= SPARK_END_MS:
