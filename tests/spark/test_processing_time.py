@@ -36,6 +36,11 @@ def test_processing_time_trigger_fires_without_new_data(spark, tmp_path):
         deadline = time.time() + 90
         while time.time() < deadline and not any(p for _, p in seen):
             time.sleep(0.5)
+        # a batch's progress is reported once the batch has finished, after its sink ran
+        fired_ids = [b for b, p in seen if p]
+        while fired_ids and time.time() < deadline + 30 and \
+                fired_ids[0] not in {p["batchId"] for p in q.recentProgress}:
+            time.sleep(0.5)
         progress = {p["batchId"]: p for p in q.recentProgress}
     finally:
         q.stop()
