@@ -163,3 +163,10 @@ def test_atlas_idleness_closes_windows_at_the_right_processing_time():
     assert emitted[6] == []                      # 12:06: idle, timeout not over
     assert emitted[7] == [(t0 + 3 * minute, 1)]  # 12:07: closed by the idleness timeout
     assert st.metrics["rows_late"] == 1          # 12:08: the record for 12:03-12:06 is late
+
+
+def test_session_gap_from_a_column():
+    res = _panes("session_gap_column")
+    assert [(p["user"], p["window_start"][14:19], p["window_end"][14:19], p["n"], p["clicks"]) for p in res.panes] == [
+        ("b", "00:00", "00:02", 1, 5), ("b", "00:03", "00:05", 1, 6),
+        ("a", "00:00", "00:10", 2, 3), ("a", "00:20", "00:21", 1, 3)]
