@@ -7,8 +7,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from pyspark.sql import functions as F
-
 from .io import read_batch, read_stream, write_batch
 from .spark.columns import SPARK_END_MS
 from .spark.planner import dead_letters_of, panes_of, window_batch, window_stream
@@ -128,5 +126,3 @@ def _report(q, last, counts, progress, con):
                   f"panes so far {counts['panes']}, dead letters {counts['dead_letters']}")
     return p.get("batchId")
 
-
-__all__ = ["run_spec", "F"]

@@ -340,7 +340,6 @@ def _engine_batch(good: DataFrame, p: Pipeline, schema: ST.StructType, record_co
                     allowed_lateness=0)
     ps = pane_schema(p, schema)
     is_global = isinstance(p.window, GlobalWindows)
-    report = p.window.report_end
     needed = list(dict.fromkeys([TS, *p.key, *p.value_columns] +
                                 ([p.window.gap_column] if isinstance(p.window, Sessions) and p.window.gap_column else [])))
 
@@ -366,5 +365,4 @@ def _engine_batch(good: DataFrame, p: Pipeline, schema: ST.StructType, record_co
             rows.append(r)
         return pd.DataFrame(rows, columns=ps.fieldNames())
 
-    _ = report
     return good.select(BUCKET, *needed).groupBy(BUCKET).applyInPandas(run, ps)
