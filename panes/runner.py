@@ -19,7 +19,7 @@ CONTROL = "__panes_wm_step"
 def _console():
     from rich.console import Console
 
-    return Console(stderr=True)
+    return Console(stderr=True, soft_wrap=True)
 
 
 def run_spec(spec: RunSpec, master: str | None = None, progress: bool = True, spark=None) -> dict:
