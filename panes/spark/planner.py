@@ -266,6 +266,13 @@ def _assign_windows(df: DataFrame, p: Pipeline) -> DataFrame:
     if isinstance(w, Tumbling):
         start = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.size))
         return df.withColumn("__ws", start).withColumn("__we", start + F.lit(w.size))
+    if isinstance(w, Hopping) and w.hop <= w.size:
+        # Spark's own sliding window() (an Expand): the same [start, end) windows, aligned to the
+        # epoch + offset; it refuses hop > size, which the expression below covers
+        win = F.window(F.timestamp_millis(ts), f"{w.size} milliseconds", f"{w.hop} milliseconds",
+                       f"{w.offset} milliseconds")
+        return (df.withColumn("__w", win).withColumn("__ws", F.unix_millis(F.col("__w.start")))
+                .withColumn("__we", F.unix_millis(F.col("__w.end"))).drop("__w"))
     if isinstance(w, Hopping):
         last = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.hop))
         n = w.windows_per_record

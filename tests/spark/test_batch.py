@@ -62,3 +62,29 @@ def test_batch_equals_stream_final(spark, path):
     want = _final(core.panes, pipe)
     assert got == want
     assert res.dead_letters.count() == 0
+
+
+@pytest.mark.parametrize("window", [{"hopping": {"size": 7000, "hop": 3000, "offset": 1000}},
+                                    {"hopping": {"size": 3000, "hop": 5000, "offset": 2000}},
+                                    {"tumbling": {"size": 4000, "offset": 500}}],
+                         ids=["hop_overlap_offset", "hop_gaps", "tumbling_offset"])
+def test_native_batch_windows_equal_the_core(spark, window):
+    import random
+
+    rnd = random.Random(7)
+    records = [{"k": rnd.choice("xyz"), "t": rnd.randint(-20_000, 60_000), "v": rnd.randint(0, 50)}
+               for _ in range(300)]
+    doc = {"pipeline": {"event_time": "t", "key": "k", "window": window, "watermark": {"max_delay": 10**9},
+                        "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}, "m": {"median": "v"},
+                                       "f": {"first": "v"}, "l": {"collect_list": "v"}}},
+           "timeline": [{"add": records}, {"end": True}]}
+    scenario = load_scenario(doc)
+    want = _final(replay_core(scenario).panes, scenario.pipeline)
+    res = window_batch(spark.createDataFrame(records, "k STRING, t LONG, v LONG"), scenario.pipeline)
+    assert "native" in res.plan
+    got = {}
+    for row in res.panes.collect():
+        r = row.asDict(recursive=True)
+        got[((r["k"],), format_instant(round(r["window_start"].timestamp() * 1000)),
+             format_instant(round(r["window_end"].timestamp() * 1000)))] = (r["n"], r["s"], r["m"], r["f"], r["l"])
+    assert got == want
