@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .core import triggers as T
-from .core.aggregates import Aggregate, make_aggregate
+from .core.aggregates import make_aggregate
 from .core.pipeline import Pipeline, WatermarkStrategy
 from .core.time import parse_duration
 from .core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling, WindowFn

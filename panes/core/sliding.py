@@ -63,7 +63,6 @@ def ingest_sliding(engine, state, ts, seq, values, codes, key_tuples, missed, to
         key = key_tuples[codes[grp[0]]]
         wins = state.keys.setdefault(key, {})
         old = state.records.get(key)
-        old_ts = old.ts if old is not None else np.empty(0, dtype=np.int64)
         # records late for every window that could contain them: left(n) expired and every
         # window containing n ends no later than n + D + 1
         g_ts = ts[grp]

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 
 from pyspark.sql import Column, DataFrame
@@ -22,10 +21,10 @@ from ..core.pipeline import Pipeline
 from ..core.triggers import Never
 from ..core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling
 from .columns import (
-    BUCKET, CLOCK, DEAD_LETTER_SCHEMA, DETAIL, INVALID, PUNCT, SEQ, SPARK_END_MS, TS, WMARK,
+    BUCKET, CLOCK, DEAD_LETTER_SCHEMA, DETAIL, INVALID, PUNCT, SEQ, TS, WMARK,
     NUM, event_time_ms, numeric_string_columns, output_type, pane_schema, validation,
 )
-from .stateful import DL_COLS, KIND, PHASE, SUB, BucketProcessor
+from .stateful import KIND, PHASE, SUB, BucketProcessor
 
 
 @dataclass

@@ -29,7 +29,6 @@ from ..core.windows import GlobalWindows
 from .columns import ACTIVE, CLOCK, DETAIL, INVALID, NUM, SPARK_END_MS, TS
 
 KIND, PHASE, SUB = "__panes_kind", "__panes_phase", "__panes_sub"
-DL_COLS = ["dl_reason", "dl_record", "dl_watermark", "dl_windows", "dl_detail"]
 
 
 def _clean(v):
