@@ -320,6 +320,24 @@ def machine() -> dict:
     return info
 
 
+def start_spark():
+    """The benchmarks' SparkSession (panes' defaults: local[2], 2 shuffle partitions), logged."""
+    from panes.spark.session import get_spark
+
+    t0 = time.perf_counter()
+    spark = get_spark()
+    log(f"spark {spark.version} session ready in {time.perf_counter() - t0:.1f} s "
+        f"(master {spark.sparkContext.master}, shuffle partitions "
+        f"{spark.conf.get('spark.sql.shuffle.partitions')})")
+    return spark
+
+
+def command_line() -> str:
+    """This run's command, with the interpreter relative to the repo when it is the venv's."""
+    exe = os.path.relpath(sys.executable) if sys.executable.startswith(str(ROOT)) else sys.executable
+    return " ".join([exe, *sys.argv])
+
+
 def merge_figures(path: Path, figures: dict) -> dict:
     """Add / replace ``figures``' keys in the JSON object at ``path`` (other benchmarks' keys stay)."""
     path = Path(path)
@@ -367,13 +385,7 @@ def main(argv=None) -> int:
 
     path = generate(events, keys, files)
 
-    t0 = time.perf_counter()
-    from panes.spark.session import get_spark
-
-    spark = get_spark()
-    log(f"spark {spark.version} session ready in {time.perf_counter() - t0:.1f} s "
-        f"(master {spark.sparkContext.master}, shuffle partitions "
-        f"{spark.conf.get('spark.sql.shuffle.partitions')})")
+    spark = start_spark()
 
     if not a.no_warmup:
         # untimed: the first query of a session pays JVM warm-up, the first stateful query the
@@ -495,8 +507,7 @@ def main(argv=None) -> int:
     out = Path(a.out)
     merge_figures(out, figures)
     details = {
-        "command": " ".join([os.path.relpath(sys.executable) if sys.executable.startswith(str(ROOT))
-                              else sys.executable, *sys.argv]),
+        "command": command_line(),
         "started_utc": started.isoformat(timespec="seconds"),
         "params": {"events": events, "keys": keys, "files": files, "repeat": a.repeat,
                    "max_files_per_trigger": fpt, "data": str(path.relative_to(ROOT))},

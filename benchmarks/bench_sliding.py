@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from bench import log, machine, merge_figures, other_spark_jvms, wait_idle  # noqa: E402
+from bench import command_line, log, machine, merge_figures, other_spark_jvms, wait_idle  # noqa: E402
 
 import panes  # noqa: E402
 from panes.core.engine import TS, Engine  # noqa: E402
@@ -455,8 +455,7 @@ def main(argv=None) -> int:
         merge_figures(out, figures)
     details_path = Path(a.details) if a.details else out.with_name("sliding_details.json")
     details = {
-        "command": " ".join([os.path.relpath(sys.executable) if sys.executable.startswith(str(ROOT))
-                              else sys.executable, *sys.argv]),
+        "command": command_line(),
         "started_utc": started.isoformat(timespec="seconds"),
         "params": {"events": n, "keys": a.keys, "batches": a.batches, "span_ms": span, "max_delay_ms": max_delay,
                    "diffs_ms": diffs, "limit_s": a.limit, "seed": SEED},

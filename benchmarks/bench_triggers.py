@@ -52,7 +52,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from bench import (SPEC, generate, human, log, machine, measure_plain_stream, merge_figures,  # noqa: E402
+from bench import (SPEC, command_line, start_spark, generate, human, log, machine, measure_plain_stream, merge_figures,  # noqa: E402
                    other_spark_jvms, run_query, stream_source, wait_idle)
 
 
@@ -156,12 +156,7 @@ def main(argv=None) -> int:
 
     path = generate(events, keys, files)
 
-    t0 = time.perf_counter()
-    from panes.spark.session import get_spark
-
-    spark = get_spark()
-    log(f"spark {spark.version} session ready in {time.perf_counter() - t0:.1f} s "
-        f"(master {spark.sparkContext.master}, shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')})")
+    spark = start_spark()
 
     if not a.no_warmup:
         # untimed, as bench.py: plain streaming and one panes streaming run (with a trigger and
@@ -266,8 +261,7 @@ def main(argv=None) -> int:
         merge_figures(out, figures)
     details_path = Path(a.details) if a.details else out.with_name("triggers_details.json")
     details = {
-        "command": " ".join([os.path.relpath(sys.executable) if sys.executable.startswith(str(ROOT))
-                              else sys.executable, *sys.argv]),
+        "command": command_line(),
         "started_utc": started.isoformat(timespec="seconds"),
         "params": {"events": events, "keys": keys, "files": files, "max_files_per_trigger": fpt,
                    "early_count": a.early_count, "data": str(path.relative_to(ROOT)),

@@ -49,7 +49,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import numpy as np  # noqa: E402
 
-from bench import log, merge_figures, other_spark_jvms, wait_idle, machine  # noqa: E402
+from bench import command_line, start_spark, log, merge_figures, other_spark_jvms, wait_idle, machine  # noqa: E402
 
 SEED = 42
 PARTS = 10
@@ -318,13 +318,9 @@ def main(argv=None) -> int:
     log(f"nexmark: {n:,} bids ({meta['events']:,} events, {meta['event_time_s']:.1f} s of event time), "
         f"{PARTS} files, maxFilesPerTrigger {fpt}")
 
-    from panes.spark.session import get_spark
     import panes
 
-    t0 = time.perf_counter()
-    spark = get_spark()
-    log(f"spark {spark.version} ready in {time.perf_counter() - t0:.1f} s "
-        f"(master {spark.sparkContext.master}, shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')})")
+    spark = start_spark()
 
     def src():
         return spark.read.schema(schema()).parquet(str(path))
@@ -425,7 +421,7 @@ def main(argv=None) -> int:
     out = Path(a.out)
     merge_figures(out, figures)
     details = {
-        "command": " ".join([sys.executable, *sys.argv]), "started_utc": started.isoformat(timespec="seconds"),
+        "command": command_line(), "started_utc": started.isoformat(timespec="seconds"),
         "data": meta, "path": str(path.relative_to(ROOT)), "max_files_per_trigger": fpt,
         "spark": {"version": spark.version, "master": spark.sparkContext.master}, "machine": machine(),
         "results": res, "checks": checks, "figures": figures, "errors": errors,
