@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .io import read_batch, read_stream, write_batch
 from .spark.columns import SPARK_END_MS
-from .spark.planner import dead_letters_of, panes_of, window_batch, window_stream
+from .spark.planner import window_batch, window_stream
 from .spark.session import get_spark
 from .spec import RunSpec, SinkSpec
 
@@ -53,33 +53,34 @@ def _run_stream(spark, spec: RunSpec, pipe, dl_sink: SinkSpec, progress: bool, c
     # a control stream beside the source: panes writes a watermark record there to end the input
     control = spark.readStream.schema(f"{CONTROL} LONG").json(str(control_dir))
     df = df.unionByName(control, allowMissingColumns=True)
-    res = window_stream(df, pipe, buckets=spec.spark.buckets, control_wm=CONTROL,
+    res = window_stream(df, pipe, buckets=spec.spark.buckets, control_wm=CONTROL, plan=spec.spark.plan,
                         heartbeat=False if spec.spark.available_now else None)
-    schema = df.schema
     counts = {"panes": 0, "dead_letters": 0, "batches": 0}
 
-    def write(batch, batch_id):
-        batch = batch.cache()
-        panes = panes_of(batch, pipe, schema)
-        dead = dead_letters_of(batch)
-        n_p, n_d = panes.count(), dead.count()
-        if n_p:
+    def on_panes(panes, batch_id):
+        panes = panes.cache()
+        n = panes.count()
+        if n:
             write_batch(panes, spec.sink, batch_id, title=f"panes (batch {batch_id})")
-        if n_d:
-            write_batch(dead, dl_sink, batch_id, title=f"dead letters (batch {batch_id})")
-        counts["panes"] += n_p
-        counts["dead_letters"] += n_d
+        counts["panes"] += n
         counts["batches"] += 1
-        batch.unpersist()
+        panes.unpersist()
+
+    def on_dead_letters(dead, batch_id):
+        dead = dead.cache()
+        n = dead.count()
+        if n:
+            write_batch(dead, dl_sink, batch_id, title=f"dead letters (batch {batch_id})")
+        counts["dead_letters"] += n
+        dead.unpersist()
 
     def start():
-        w = (res.combined.writeStream.foreachBatch(write).option("checkpointLocation", checkpoint)
-             .outputMode("append").queryName(spec.name or "panes"))
+        trigger = {}
         if spec.spark.available_now:
-            w = w.trigger(availableNow=True)
+            trigger = {"availableNow": True}
         elif spec.spark.trigger_interval:
-            w = w.trigger(processingTime=f"{spec.spark.trigger_interval} milliseconds")
-        return w.start()
+            trigger = {"processingTime": f"{spec.spark.trigger_interval} milliseconds"}
+        return res.write_stream(on_panes, on_dead_letters, checkpoint, query_name=spec.name or "panes", **trigger)
 
     if progress:
         con.print(f"[bold]panes[/bold] stream: {res.plan}; checkpoint {checkpoint}")

@@ -228,6 +228,9 @@ class SparkSpec(_Model):
     buckets: int = 8
     trigger_interval: int | None = None  # micro-batch interval (ms); None = as fast as possible
     available_now: bool = False  # process what is there, close the stream's windows, stop
+    #: auto: native Spark when the pipeline allows it, else stateful; or force one (native fails
+    #: before the query starts when the pipeline needs the engine)
+    plan: Literal["auto", "native", "stateful"] = "auto"
     conf: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("trigger_interval", mode="before")
@@ -334,6 +337,16 @@ class RunSpec(PipelineSpec):
     @classmethod
     def _t(cls, v):
         return None if v is None else _dur(v)
+
+    @model_validator(mode="after")
+    def _plan_fits(self):
+        if self.mode == "stream" and self.spark.plan == "native":
+            from .spark.native import stream_unsupported
+
+            why = stream_unsupported(self.to_pipeline())
+            if why:
+                raise ValueError(f"spark.plan: 'native' cannot run this pipeline: {why} (use auto or stateful)")
+        return self
 
 
 def _format_error(e: ValidationError) -> SpecError:

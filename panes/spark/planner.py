@@ -10,50 +10,88 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from ..core import aggregates as A
 from ..core.pipeline import Pipeline
 from ..core.triggers import Never
-from ..core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling
+from ..core.engine import END_OF_INPUT
+from ..core.time import MIN_TIME
+from ..core.windows import GlobalWindows, Sessions
 from .columns import (
-    BUCKET, CLOCK, DEAD_LETTER_SCHEMA, DETAIL, INVALID, PUNCT, SEQ, TS, WMARK,
-    NUM, event_time_ms, numeric_string_columns, output_type, pane_schema, validation,
+    BUCKET, CLOCK, DEAD_LETTER_SCHEMA, DETAIL, INVALID, PUNCT, TS, WMARK,
+    NUM, event_time_ms, numeric_string_columns, pane_schema, validation,
 )
+from .native import NativeStep, NativeStream, batch_unsupported, stream_unsupported
 from .stateful import KIND, PHASE, SUB, BucketProcessor
 
 
-@dataclass
 class WindowedResult:
-    """What ``window()`` returns: the panes and the dead letters, as DataFrames. For a streaming
-    input, ``combined`` is the one DataFrame both come from; ``write_stream`` runs one query that
-    writes each to its sink."""
+    """What ``window()`` returns: the panes and the dead letters.
 
-    panes: DataFrame
-    dead_letters: DataFrame
-    combined: DataFrame | None = None
-    plan: str = ""
-    pipeline: Pipeline | None = None
-    input_schema: ST.StructType | None = None
+    - Bounded input: ``panes`` and ``dead_letters`` are DataFrames.
+    - Streaming input, stateful plan: ``panes`` and ``dead_letters`` are streaming DataFrames, both
+      from ``combined`` (one query computes both: ``write_stream`` writes each to its sink).
+    - Streaming input, native plan: the windows are computed per micro-batch in ``foreachBatch``;
+      ``write_stream`` runs it. There is no streaming DataFrame of panes to hand out (use
+      ``plan="stateful"`` to get one, e.g. to chain further streaming operators).
+    """
 
-    def write_stream(self, on_panes, on_dead_letters, checkpoint: str, **trigger):
+    def __init__(self, panes: DataFrame | None, dead_letters: DataFrame | None, combined: DataFrame | None = None,
+                 plan: str = "", pipeline: Pipeline | None = None, input_schema: ST.StructType | None = None,
+                 native: NativeStep | None = None, source: DataFrame | None = None):
+        self._panes, self._dead_letters = panes, dead_letters
+        self.combined = combined
+        self.plan = plan
+        self.pipeline = pipeline
+        self.input_schema = input_schema
+        self.native = native
+        self.source = source
+
+    def _frame(self, value: DataFrame | None, what: str) -> DataFrame:
+        if value is None:
+            raise ValueError(f"the native streaming plan has no streaming DataFrame of {what}: run it with "
+                             f"write_stream(on_panes, on_dead_letters, checkpoint), or pass plan='stateful'")
+        return value
+
+    @property
+    def panes(self) -> DataFrame:
+        return self._frame(self._panes, "panes")
+
+    @property
+    def dead_letters(self) -> DataFrame:
+        return self._frame(self._dead_letters, "dead letters")
+
+    def write_stream(self, on_panes, on_dead_letters, checkpoint: str, query_name: str | None = None,
+                     ordered: bool = False, **trigger):
         """Start one streaming query that hands each micro-batch's panes and dead letters to the
-        two callbacks ``f(df, batch_id)``. ``trigger`` is passed to ``DataStreamWriter.trigger``."""
-        if self.combined is None:
+        two callbacks ``f(df, batch_id)``. ``trigger`` is passed to ``DataStreamWriter.trigger``.
+        ``ordered`` (native plan): the panes carry the engine's emission order (for replays)."""
+        if self.native is not None:
+            stream = NativeStream(self.native, checkpoint, ordered)
+
+            def each(batch, batch_id):
+                stream.run(batch, batch_id, on_panes, on_dead_letters)
+
+            source = self.source
+        elif self.combined is not None:
+            p, schema = self.pipeline, self.input_schema
+
+            def each(batch, batch_id):
+                batch = batch.cache()
+                on_panes(panes_of(batch, p, schema), batch_id)
+                on_dead_letters(dead_letters_of(batch), batch_id)
+                batch.unpersist()
+
+            source = self.combined
+        else:
             raise ValueError("write_stream is for streaming input; write .panes and .dead_letters directly")
-        p, schema = self.pipeline, self.input_schema
-
-        def each(batch, batch_id):
-            batch = batch.cache()
-            on_panes(panes_of(batch, p, schema), batch_id)
-            on_dead_letters(dead_letters_of(batch), batch_id)
-            batch.unpersist()
-
-        w = self.combined.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint)
+        w = source.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint)
+        if query_name:
+            w = w.queryName(query_name)
         if trigger:
             w = w.trigger(**trigger)
         return w.start()
@@ -62,22 +100,20 @@ class WindowedResult:
 def explain_plan(pipeline: Pipeline, mode: str = "stream") -> str:
     if mode == "batch":
         if native_batch_supported(pipeline):
-            return ("batch: native Spark aggregation (window assignment by expressions, "
-                    "groupBy, native aggregate functions)")
-        return ("batch: core engine over hash buckets of the key (" + _why_not_native(pipeline) + ")")
+            return ("batch: native Spark aggregation (window assignment by expressions, sessions "
+                    "merged with window functions, groupBy, native aggregate functions)")
+        return ("batch: core engine over hash buckets of the key (" + batch_unsupported(pipeline) + ")")
+    why = stream_unsupported(pipeline)
+    if why is None:
+        return ("stream: native Spark per micro-batch (window assignment, late split and partial "
+                "aggregates by expressions, open windows merged with a groupBy and kept under the "
+                "checkpoint; late rows to the dead letters)")
     return ("stream: transformWithStateInPandas over hash buckets of the key, driving the core "
-            "engine (event-time timers; late rows dead-lettered by the engine)")
-
-
-def _why_not_native(p: Pipeline) -> str:
-    if isinstance(p.window, (Sessions, Sliding)):
-        return f"{p.window.kind} windows"
-    bad = [a.output for a in p.aggregates if not a.fn.native]
-    return f"aggregates {bad} have no native form"
+            "engine (event-time timers; late rows dead-lettered by the engine), because " + why)
 
 
 def native_batch_supported(p: Pipeline) -> bool:
-    return isinstance(p.window, (Tumbling, Hopping, GlobalWindows)) and all(a.fn.native for a in p.aggregates)
+    return batch_unsupported(p) is None
 
 
 # -- shared preparation ------------------------------------------------------------------------------
@@ -162,11 +198,25 @@ def with_heartbeat(df: DataFrame, every_ms: int = 1000) -> DataFrame:
     return df.unionByName(clock, allowMissingColumns=True)
 
 
+PLANS = ("auto", "native", "stateful")
+
+
 def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: bool = False,
                   ingestion: Column | None = None, control_wm: str | None = None,
-                  heartbeat: bool | None = None) -> WindowedResult:
-    """The stateful streaming plan. ``heartbeat`` (default: when the pipeline needs processing
-    time) adds the clock stream; it cannot be combined with an ``availableNow`` trigger."""
+                  heartbeat: bool | None = None, plan: str = "auto") -> WindowedResult:
+    """The streaming plan: native when the pipeline allows it (``plan="auto"``), else stateful.
+    ``heartbeat`` (default: when the pipeline needs processing time) adds the clock stream to the
+    stateful plan; it cannot be combined with an ``availableNow`` trigger."""
+    if plan not in PLANS:
+        raise ValueError(f"plan must be one of {PLANS}, not {plan!r}")
+    why = stream_unsupported(p)
+    if plan == "native" and why is not None:
+        raise ValueError(f"plan 'native' cannot run this pipeline: {why}")
+    if plan in ("auto", "native") and why is None:
+        record_columns = [c for c in df.columns if not c.startswith("__panes")]
+        prepared = _prepare(df, p, 0, ingestion=ingestion, control_wm=control_wm)
+        return WindowedResult(None, None, None, explain_plan(p, "stream"), p, df.schema,
+                              native=NativeStep(p, df.schema, record_columns), source=prepared)
     if heartbeat is None:
         heartbeat = needs_clock(p) and not scripted_clock
     if heartbeat:
@@ -204,7 +254,9 @@ def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: 
         statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
     panes = panes_of(combined, p, schema)
     dead = dead_letters_of(combined)
-    return WindowedResult(panes, dead, combined, explain_plan(p, "stream"), p, schema)
+    text = explain_plan(p, "stream") if why is not None else (
+        "stream: transformWithStateInPandas over hash buckets of the key, driving the core engine (plan='stateful')")
+    return WindowedResult(panes, dead, combined, text, p, schema)
 
 
 def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
@@ -241,6 +293,12 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
     native = native_batch_supported(p)
     prepared = _prepare(df, p, 0 if native else buckets, ingestion=F.unix_millis(F.current_timestamp()))
+    if native:
+        # one native step from an empty state, then the end of the input
+        step = NativeStep(_final_answer(p), df.schema, record_columns)
+        good, dead = step.split(prepared, MIN_TIME)
+        panes = step.closed(step.combine(good, None, MIN_TIME), END_OF_INPUT)
+        return WindowedResult(panes, dead, None, explain_plan(p, "batch"))
     invalid = prepared.filter(F.col(INVALID).isNotNull())
     dead = invalid.select(
         F.col(INVALID).alias("reason"),
@@ -252,86 +310,13 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
     good = prepared.filter(F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
     for c in numeric_string_columns(df, p):
         good = good.withColumn(c, F.col(NUM + c))
-    if native_batch_supported(p):
-        panes = _native_batch(good, p, df.schema)
-        return WindowedResult(panes, dead, None, explain_plan(p, "batch"))
     panes = _engine_batch(good, p, df.schema, record_columns)
     return WindowedResult(panes, dead, None, explain_plan(p, "batch"))
 
 
-def _assign_windows(df: DataFrame, p: Pipeline) -> DataFrame:
-    ts = F.col(TS)
-    w = p.window
-    if isinstance(w, Tumbling):
-        start = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.size))
-        return df.withColumn("__ws", start).withColumn("__we", start + F.lit(w.size))
-    if isinstance(w, Hopping) and w.hop <= w.size:
-        # Spark's own sliding window() (an Expand): the same [start, end) windows, aligned to the
-        # epoch + offset; it refuses hop > size, which the expression below covers
-        win = F.window(F.timestamp_millis(ts), f"{w.size} milliseconds", f"{w.hop} milliseconds",
-                       f"{w.offset} milliseconds")
-        return (df.withColumn("__w", win).withColumn("__ws", F.unix_millis(F.col("__w.start")))
-                .withColumn("__we", F.unix_millis(F.col("__w.end"))).drop("__w"))
-    if isinstance(w, Hopping):
-        last = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.hop))
-        n = w.windows_per_record
-        starts = F.transform(F.sequence(F.lit(0), F.lit(n - 1)), lambda j: last - j * F.lit(w.hop))
-        starts = F.filter(starts, lambda s: s + F.lit(w.size) > ts)
-        return df.withColumn("__ws", F.explode(starts)).withColumn("__we", F.col("__ws") + F.lit(w.size))
-    if isinstance(w, GlobalWindows):
-        return df.withColumn("__ws", F.lit(None).cast("long")).withColumn("__we", F.lit(None).cast("long"))
-    raise TypeError(w)
-
-
-def native_aggregate(a: A.Aggregate) -> Column:
-    fn = a.fn
-    c = F.col(fn.column) if fn.column not in (None, "*") else None
-    order = F.struct(F.col(TS), F.col(SEQ))
-    if isinstance(fn, A.Count):
-        e = F.count(F.lit(1)) if c is None else F.count(c)
-    elif isinstance(fn, A.Sum):
-        e = F.sum(c)
-    elif isinstance(fn, A.Max):
-        e = F.max(c)
-    elif isinstance(fn, A.Min):
-        e = F.min(c)
-    elif isinstance(fn, A.Avg):
-        e = F.avg(c)
-    elif isinstance(fn, A.Percentile):
-        e = F.percentile(c.cast("double"), F.lit(fn.p))
-    elif isinstance(fn, A.Last):
-        e = F.max_by(c, F.when(c.isNotNull(), order))
-    elif isinstance(fn, A.First):
-        e = F.min_by(c, F.when(c.isNotNull(), order))
-    elif isinstance(fn, A.CollectList):
-        items = F.array_sort(F.collect_list(F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("s"), c.alias("v")))))
-        e = F.transform(items, lambda x: x["v"])
-    elif isinstance(fn, A.CountDistinct):
-        e = F.count_distinct(c)
-    elif isinstance(fn, A.TopK):
-        e = F.slice(F.sort_array(F.collect_list(c), asc=False), 1, fn.k)
-    else:
-        raise TypeError(f"no native form for {fn!r}")
-    return e.alias(a.output)
-
-
-def _native_batch(good: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
-    ordered = any(isinstance(a.fn, (A.First, A.CollectList)) for a in p.aggregates)
-    if ordered:  # arrival order breaks event-time ties for first / last / collect_list
-        good = good.withColumn(SEQ, F.monotonically_increasing_id())
-    windowed = _assign_windows(good, p)
-    grouped = windowed.groupBy(*p.key, "__ws", "__we").agg(*[native_aggregate(a) for a in p.aggregates])
-    out = grouped.select(
-        *p.key,
-        F.timestamp_millis(F.col("__ws")).alias("window_start"),
-        F.timestamp_millis(F.col("__we")).alias("window_end"),
-        F.lit("ON_TIME").alias("timing"),
-        F.lit(0).cast("long").alias("pane_index"),
-        F.lit(True).alias("is_last"),
-        F.lit(False).alias("retraction"),
-        *[F.col(a.output).cast(output_type(a.fn, schema)).alias(a.output) for a in p.aggregates],
-    )
-    return out
+def _final_answer(p: Pipeline) -> Pipeline:
+    """Bounded input: one final pane per window, whatever the trigger."""
+    return replace(p, trigger=Never(), accumulation="accumulating", only_updated_panes=False, allowed_lateness=0)
 
 
 def _engine_batch(good: DataFrame, p: Pipeline, schema: ST.StructType, record_columns: list[str]) -> DataFrame:
@@ -342,8 +327,7 @@ def _engine_batch(good: DataFrame, p: Pipeline, schema: ST.StructType, record_co
     from ..core.engine import END_OF_INPUT, Engine
     from ..core.engine import TS as CORE_TS
 
-    final = replace(p, trigger=Never(), accumulation="accumulating", only_updated_panes=False,
-                    allowed_lateness=0)
+    final = _final_answer(p)
     ps = pane_schema(p, schema)
     is_global = isinstance(p.window, GlobalWindows)
     needed = list(dict.fromkeys([TS, *p.key, *p.value_columns] +

@@ -44,7 +44,7 @@ def _step_rows(step: dict, clock: int) -> list[dict]:
     return rows
 
 
-def replay_spark(scenario: Scenario, buckets: int = 4, spark=None) -> ReplayResult:
+def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "auto") -> ReplayResult:
     spark = spark or get_spark()
     p = scenario.pipeline
     tmp = Path(tempfile.mkdtemp(prefix="panes-replay-"))
@@ -72,14 +72,22 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None) -> ReplayResu
         data_cols = [c for c in stream.columns if c not in (WM_STEP,)]
         stream = stream.select(*data_cols, F.col(WM_STEP))
         result = window_stream(stream, p, buckets=buckets, scripted_clock=True,
-                               ingestion=F.col(INGEST), control_wm=WM_STEP)
+                               ingestion=F.col(INGEST), control_wm=WM_STEP, plan=plan)
         batches: dict[int, list] = {}
+        if result.native is not None:
+            def on_panes(df, batch_id):
+                batches.setdefault(batch_id, []).extend(_native_rows(df, "P"))
 
-        def collect(df, batch_id):
-            batches[batch_id] = [r.asDict(recursive=True) for r in df.collect()]
+            def on_dead(df, batch_id):
+                batches.setdefault(batch_id, []).extend(_native_rows(df, "D"))
 
-        q = (result.combined.writeStream.foreachBatch(collect)
-             .option("checkpointLocation", str(tmp / "checkpoint")).outputMode("append").start())
+            q = result.write_stream(on_panes, on_dead, str(tmp / "checkpoint"), ordered=True)
+        else:
+            def collect(df, batch_id):
+                batches[batch_id] = [r.asDict(recursive=True) for r in df.collect()]
+
+            q = (result.combined.writeStream.foreachBatch(collect)
+                 .option("checkpointLocation", str(tmp / "checkpoint")).outputMode("append").start())
         try:
             base = time.time() - 10_000
             for n, (path, rows) in enumerate(files):
@@ -95,6 +103,27 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None) -> ReplayResu
         return _collect(batches, p)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ms(t):
+    return None if t is None else round(t.timestamp() * 1000)
+
+
+def _native_rows(df, kind: str) -> list[dict]:
+    """The native plan's panes / dead letters in the stateful plan's row format (epoch ms, JSON
+    strings), with the emission order the plan gives (``ordered``)."""
+    out = []
+    for i, r in enumerate(df.collect()):
+        r = r.asDict(recursive=True)
+        if kind == "P":
+            r.update({KIND: "P", "window_start": _ms(r["window_start"]), "window_end": _ms(r["window_end"])})
+        else:
+            wins = [{"start": _ms(w["start"]), "end": _ms(w["end"])} for w in r["windows"]] if r["windows"] else None
+            r = {KIND: "D", PHASE: 2, SUB: i, "dl_reason": r["reason"], "dl_record": r["record"],
+                 "dl_watermark": _ms(r["watermark"]), "dl_windows": json.dumps(wins) if wins else None,
+                 "dl_detail": r["detail"]}
+        out.append(r)
+    return out
 
 
 def _collect(batches: dict, p) -> ReplayResult:

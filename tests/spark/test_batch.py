@@ -66,8 +66,9 @@ def test_batch_equals_stream_final(spark, path):
 
 @pytest.mark.parametrize("window", [{"hopping": {"size": 7000, "hop": 3000, "offset": 1000}},
                                     {"hopping": {"size": 3000, "hop": 5000, "offset": 2000}},
-                                    {"tumbling": {"size": 4000, "offset": 500}}],
-                         ids=["hop_overlap_offset", "hop_gaps", "tumbling_offset"])
+                                    {"tumbling": {"size": 4000, "offset": 500}},
+                                    {"session": {"gap": 700}}],
+                         ids=["hop_overlap_offset", "hop_gaps", "tumbling_offset", "sessions"])
 def test_native_batch_windows_equal_the_core(spark, window):
     import random
 

@@ -1,11 +1,13 @@
 """Every replay scenario in the suite gives the same panes on Spark as in the core, and the same
-dead letters (reasons, records, watermarks, windows)."""
+dead letters (reasons, records, watermarks, windows): on the stateful plan (the engine inside
+transformWithStateInPandas) for all of them, and on the native plan for every one it supports."""
 
 import json
 
 import pytest
 
 from panes.replay import load_scenario, replay_core
+from panes.spark.native import stream_unsupported
 from panes.spark.replay import replay_spark
 
 from pathlib import Path
@@ -24,11 +26,14 @@ def _dl(d):
     return json.dumps(out, sort_keys=True)
 
 
+@pytest.mark.parametrize("plan", ["stateful", "native"])
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
-def test_spark_engine_prints_the_core_panes(spark, path):
+def test_spark_engine_prints_the_core_panes(spark, path, plan):
     scenario = load_scenario(path)
+    if plan == "native" and stream_unsupported(scenario.pipeline):
+        pytest.skip(f"native plan: {stream_unsupported(scenario.pipeline)}")
     core = replay_core(scenario)
-    on_spark = replay_spark(scenario, spark=spark)
+    on_spark = replay_spark(scenario, spark=spark, plan=plan)
     assert on_spark.panes == core.panes
     assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
 
@@ -62,6 +67,84 @@ def _random_scenario(seed):
 def test_random_timelines_same_on_spark_and_core(spark, seed):
     scenario = load_scenario(_random_scenario(seed))
     core = replay_core(scenario)
-    on_spark = replay_spark(scenario, spark=spark)
+    on_spark = replay_spark(scenario, spark=spark, plan="stateful")
+    assert on_spark.panes == core.panes
+    assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
+
+
+def _random_default_trigger_scenario(seed):
+    """Random windows, keys, lateness and aggregates under the default trigger: what the native
+    plan runs. Late rows, hopping gaps, sessions merging across micro-batches, ties in event time."""
+    import random
+
+    rnd = random.Random(100 + seed)
+    windows = [{"tumbling": {"size": 4000, "offset": 500}}, {"hopping": {"size": 6000, "hop": 2000}},
+               {"hopping": {"size": 2000, "hop": 5000}}, {"session": {"gap": 1500}}]
+    timeline = []
+    for _ in range(7):
+        recs = [{"k": rnd.choice("abc"), "t": rnd.randint(0, 25_000), "v": rnd.choice([None, *range(10)])}
+                for _ in range(rnd.randint(1, 6))]
+        timeline.append({"add": recs})
+        if rnd.random() < 0.3:
+            timeline.append({"watermark": rnd.randint(0, 20_000)})
+    timeline.append({"end": True})
+    return {"pipeline": {"event_time": "t", "key": [] if seed % 2 else "k", "window": windows[seed % 4],
+                         "watermark": {"max_delay": rnd.choice([0, 2000])},
+                         "allowed_lateness": rnd.choice([0, 3000]),
+                         "aggregates": {"n": {"count": "*"}, "c": {"count": "v"}, "s": {"sum": "v"},
+                                        "lo": {"min": "v"}, "a": {"avg": "v"}, "f": {"first": "v"},
+                                        "l": {"last": "v"}, "vals": {"collect_list": "v"},
+                                        "d": {"count_distinct": "v"}, "top": {"top_k": {"column": "v", "k": 2}},
+                                        "med": {"median": "v"}}},
+            "timeline": timeline}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_default_trigger_timelines_same_on_native_plan_and_core(spark, seed):
+    scenario = load_scenario(_random_default_trigger_scenario(seed))
+    assert stream_unsupported(scenario.pipeline) is None
+    core = replay_core(scenario)
+    assert core.panes, "the scenario should produce panes"
+    on_spark = replay_spark(scenario, spark=spark, plan="native")
+    assert on_spark.panes == core.panes
+    assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
+
+
+def _random_counting_trigger_scenario(seed):
+    """after_watermark with early / late firings by count, in the three accumulation modes: what
+    the native plan runs besides the default trigger (EARLY, ON_TIME, LATE panes, retractions,
+    empty ON_TIME panes in discarding mode, windows created late within the allowed lateness)."""
+    import random
+
+    rnd = random.Random(200 + seed)
+    windows = [{"tumbling": {"size": 4000}}, {"hopping": {"size": 6000, "hop": 2000}}, {"global": {}}]
+    triggers = [{"after_watermark": {"early": {"count": 1}}},
+                {"after_watermark": {"early": {"count": 2}, "late": {"count": 1}}},
+                {"after_watermark": {"late": {"count": 2}}},
+                {"after_watermark": {"early": {"repeatedly": {"after_count": 3}}, "late": {"count": 1}}}]
+    timeline = []
+    for _ in range(7):
+        timeline.append({"add": [{"k": rnd.choice("ab"), "t": rnd.randint(0, 20_000), "v": rnd.choice([None, *range(10)])}
+                                 for _ in range(rnd.randint(1, 6))]})
+        if rnd.random() < 0.3:
+            timeline.append({"watermark": rnd.randint(0, 20_000)})
+    timeline.append({"end": True})
+    trigger = triggers[seed % 4]
+    return {"pipeline": {"event_time": "t", "key": "k", "window": windows[seed % 3], "trigger": trigger,
+                         "accumulation": ["accumulating", "discarding", "retracting"][seed % 3],
+                         "allowed_lateness": 3000 if "late" in trigger["after_watermark"] else 0,
+                         "watermark": {"max_delay": rnd.choice([0, 2000])},
+                         "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}, "vals": {"collect_list": "v"},
+                                        "a": {"avg": "v"}, "hi": {"max": "v"}}},
+            "timeline": timeline}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_counting_trigger_timelines_same_on_native_plan_and_core(spark, seed):
+    scenario = load_scenario(_random_counting_trigger_scenario(seed))
+    assert stream_unsupported(scenario.pipeline) is None
+    core = replay_core(scenario)
+    assert core.panes
+    on_spark = replay_spark(scenario, spark=spark, plan="native")
     assert on_spark.panes == core.panes
     assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))

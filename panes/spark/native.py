@@ -1,0 +1,537 @@
+"""Native Spark plans: windows assigned, checked for lateness and aggregated with Spark SQL
+expressions only (no Python per row, key or bucket).
+
+One step does what the core's ``Engine.step`` does for the default trigger (one pane per window,
+when the watermark passes the window's end + allowed lateness):
+
+1. the step's rows are assigned to windows and checked against the watermark from *before* the
+   step: a row whose window (or one of its hopping windows) has expired goes to the dead letters
+   (once, naming the windows it missed) and counts in its other windows;
+2. the on-time rows are combined into partial aggregates per (key, window), and merged with the
+   open windows kept from the earlier steps (sessions: overlapping sessions merge, as in the core);
+3. the watermark moves (max event time - max_delay, punctuation, explicit control values);
+4. windows whose end + allowed lateness the watermark reached emit their pane and leave the state.
+
+A bounded DataFrame is one step from an empty state, then the end of input (so no row is late).
+A stream runs a step per micro-batch inside ``foreachBatch``; the open windows are a small table
+versioned by batch id under the checkpoint (``<checkpoint>/panes_native/v<batch>``) with the
+watermark beside it, so a micro-batch that Spark runs again after a failure reads the same state
+and writes the same result.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
+from pyspark.sql.window import Window
+
+from ..core import aggregates as A
+from ..core.engine import END_OF_INPUT
+from ..core.pipeline import Pipeline
+from ..core.time import MAX_TIME, MIN_TIME
+from ..core.triggers import AfterCount, AfterWatermark, Never, Repeatedly
+from ..core.windows import GlobalWindows, Hopping, Sessions, Tumbling
+from .columns import (
+    CLOCK, DETAIL, INVALID, NUM, PUNCT, SEQ, SPARK_END_MS, TS, WMARK, numeric_string_columns, output_type,
+)
+
+WS, WE, LATE_WIN = "__panes_ws", "__panes_we", "__panes_created_late"
+OUT = "__panes_out"
+PHASE_COL, SUB_COL = "__panes_phase", "__panes_sub"  # the engine's emission order (replay)
+#: per window, for after_watermark: rows added this step, the phase's count, in the late phase,
+#: elements since the last pane, the next pane index, the last pane (values, timing), a non-early
+#: pane was emitted
+K, CNT, PLATE, NEW, IDX, LASTV, LASTT, NONEARLY = (
+    "__panes_k", "__panes_cnt", "__panes_plate", "__panes_new", "__panes_idx", "__panes_lastv",
+    "__panes_lastt", "__panes_nonearly")
+_TRIGGER_STATE = (CNT, PLATE, NEW, IDX, LASTV, LASTT, NONEARLY)
+MISSED = "__panes_missed"
+STATE_DIR = "panes_native"
+
+#: aggregates whose partial results merge natively across micro-batches (user combine functions
+#: need the engine)
+_MERGEABLE = (A.Count, A.Sum, A.Min, A.Avg, A.First, A.Percentile, A.CollectList, A.CountDistinct, A.TopK)
+
+
+# -- what the native plans cover ----------------------------------------------------------------------
+
+
+def batch_unsupported(p: Pipeline) -> str | None:
+    """Why a bounded pipeline cannot run on the native plan (None: it can)."""
+    if not isinstance(p.window, (Tumbling, Hopping, GlobalWindows, Sessions)):
+        return f"{p.window.kind} windows"
+    bad = [a.output for a in p.aggregates if not isinstance(a.fn, _MERGEABLE)]
+    if bad:
+        return f"aggregates {bad} have no native form"
+    return None
+
+
+def _count_of(t) -> int | None:
+    """n for after_count(n) (also under repeatedly), 0 for no trigger, None for anything else."""
+    if t is None:
+        return 0
+    if isinstance(t, Repeatedly):
+        t = t.trigger
+    return t.count if isinstance(t, AfterCount) else None
+
+
+def stream_unsupported(p: Pipeline) -> str | None:
+    """Why a streaming pipeline cannot run on the native plan (None: it can). Natively: the default
+    trigger, and after_watermark with early / late firings by count, in any accumulation mode."""
+    t = p.trigger
+    if not isinstance(t, Never):
+        desc = t.describe()
+        if not isinstance(t, AfterWatermark) or _count_of(t.early) is None or _count_of(t.late) is None:
+            return f"trigger {desc} needs the engine (natively: after_watermark with counts)"
+        if t.late is None and p.allowed_lateness > 0:
+            return f"trigger {desc} closes windows before they expire, which needs the engine"
+        if isinstance(p.window, Sessions):
+            return f"trigger {desc} on merging sessions needs the engine"
+        if p.only_updated_panes:
+            return "only_updated_panes needs the engine"
+    if not isinstance(p.window, (Tumbling, Hopping, GlobalWindows, Sessions)):
+        return f"{p.window.kind} windows need the engine"
+    if p.watermark.idle_timeout is not None:
+        return "the idleness timeout needs the processing-time clock"
+    bad = [a.output for a in p.aggregates if not isinstance(a.fn, _MERGEABLE)]
+    if bad:
+        return f"aggregates {bad} have no native form"
+    return None
+
+
+# -- window assignment ------------------------------------------------------------------------------------
+
+
+def window_array(p: Pipeline, ts: Column) -> Column:
+    """The windows of a row as an array of struct(s, e) (half-open [s, e)); empty in a hopping gap."""
+    w = p.window
+    if isinstance(w, Tumbling):
+        start = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.size))
+        return F.array(F.struct(start.alias("s"), (start + F.lit(w.size)).alias("e")))
+    if isinstance(w, Hopping):
+        last = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.hop))
+        starts = F.transform(F.sequence(F.lit(0), F.lit(w.windows_per_record - 1)), lambda j: last - j * F.lit(w.hop))
+        starts = F.reverse(F.filter(starts, lambda s: s + F.lit(w.size) > ts))
+        return F.transform(starts, lambda s: F.struct(s.alias("s"), (s + F.lit(w.size)).alias("e")))
+    if isinstance(w, GlobalWindows):
+        return F.array(F.struct(F.lit(MIN_TIME).cast("long").alias("s"), F.lit(MAX_TIME).cast("long").alias("e")))
+    if isinstance(w, Sessions):
+        gap = F.col(w.gap_column).cast("long") if w.gap_column else F.lit(w.gap)
+        return F.array(F.struct(ts.alias("s"), (ts + gap).alias("e")))
+    raise TypeError(w)
+
+
+def assign(p: Pipeline, df: DataFrame) -> DataFrame:
+    """Rows with their windows, a row per (row, window), bounds in WS / WE (ms, half-open)."""
+    w = p.window
+    ts = F.col(TS)
+    if isinstance(w, Hopping) and w.hop < w.size:
+        # Spark's own sliding window() (an Expand), aligned to the epoch + offset like panes
+        win = F.window(F.timestamp_millis(ts), f"{w.size} milliseconds", f"{w.hop} milliseconds",
+                       f"{w.offset} milliseconds")
+        return (df.withColumn("__panes_w", win).withColumn(WS, F.unix_millis(F.col("__panes_w.start")))
+                .withColumn(WE, F.unix_millis(F.col("__panes_w.end"))).drop("__panes_w"))
+    if isinstance(w, (Tumbling, Hopping)):  # hop >= size: at most one window per row
+        period = w.size if isinstance(w, Tumbling) else w.hop
+        start = ts - F.pmod(ts - F.lit(w.offset), F.lit(period))
+        out = df.withColumn(WS, start).withColumn(WE, F.col(WS) + F.lit(w.size))
+        return out if period == w.size else out.filter(ts < F.col(WE))
+    if isinstance(w, GlobalWindows):
+        return df.withColumn(WS, F.lit(MIN_TIME).cast("long")).withColumn(WE, F.lit(MAX_TIME).cast("long"))
+    if isinstance(w, Sessions):  # the proto-session [t, t + gap)
+        gap = F.col(w.gap_column).cast("long") if w.gap_column else F.lit(w.gap)
+        return df.withColumn(WS, ts).withColumn(WE, ts + gap)
+    raise TypeError(w)
+
+
+def expiry(p: Pipeline, end: Column) -> Column:
+    """The watermark at which a window expires (end + allowed lateness; never for the global window)."""
+    return F.when(end >= F.lit(MAX_TIME), F.lit(END_OF_INPUT)).otherwise(end + F.lit(p.allowed_lateness))
+
+
+def islands(df: DataFrame, key: list[str], start: str, end: str, out: str) -> DataFrame:
+    """Number the merged sessions of each key: intervals [start, end) sorted by start merge while
+    they overlap (touching intervals do not), as the core merges sessions."""
+    order = Window.partitionBy(*key).orderBy(start, end)
+    before = order.rowsBetween(Window.unboundedPreceding, -1)
+    reach = F.max(F.col(end)).over(before)
+    new = F.when(reach.isNull() | (F.col(start) >= reach), 1).otherwise(0)
+    return df.withColumn(out, F.sum(new).over(order.rowsBetween(Window.unboundedPreceding, 0)))
+
+
+# -- partial aggregates -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Partial:
+    """How one aggregate is kept between micro-batches: partial columns, their combination, the result."""
+
+    names: tuple[str, ...]
+    of_rows: tuple[Column, ...]     # partial from the rows of a group
+    merge: tuple[Column, ...]       # partials from partials
+    final: Column
+    one_row: tuple[Column, ...]     # partial of a single row (sessions merge rows and partials)
+    #: the partials of no rows, which a discarding pane resets to: a value, None (null) or "array" (empty)
+    empty: tuple = ()
+
+
+def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
+    fn = a.fn
+    c = F.col(fn.column) if fn.column not in (None, "*") else None
+    n = f"__panes_p{i}"
+    col = F.col(n)
+    if isinstance(fn, A.Count):
+        rows = F.count(F.lit(1)) if c is None else F.count(c)
+        one = F.lit(1) if c is None else F.when(c.isNotNull(), 1).otherwise(0)
+        return Partial((n,), (rows.alias(n),), (F.sum(n).alias(n),), col, (one.cast("long").alias(n),),
+                       (F.lit(0).cast("long"),))
+    if isinstance(fn, A.Sum):
+        t = output_type(fn, schema)
+        return Partial((n,), (F.sum(c).cast(t).alias(n),), (F.sum(n).cast(t).alias(n),), col, (c.cast(t).alias(n),),
+                       (None,))
+    if isinstance(fn, A.Avg):
+        s, k = n + "s", n + "n"
+        return Partial((s, k), (F.sum(c).alias(s), F.count(c).alias(k)),
+                       (F.sum(s).alias(s), F.sum(k).alias(k)),
+                       F.when(F.col(k) > 0, F.col(s).cast("double") / F.col(k)),
+                       (c.alias(s), F.when(c.isNotNull(), 1).otherwise(0).cast("long").alias(k)),
+                       (None, F.lit(0).cast("long")))
+    if isinstance(fn, (A.Min, A.First)):  # Max, Last are subclasses
+        # first / last: the value at the least / greatest (event time, arrival order)
+        item = c if isinstance(fn, A.Min) else F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v")))
+        pick = F.max if isinstance(fn, (A.Max, A.Last)) else F.min
+        final = col if isinstance(fn, A.Min) else col["v"]
+        return Partial((n,), (pick(item).alias(n),), (pick(n).alias(n),), final, (item.alias(n),), (None,))
+    # holistic: the values kept in an array (as the engine keeps them in a list)
+    if isinstance(fn, A.CollectList):
+        item = F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v"))
+        final = F.transform(F.array_sort(col), lambda x: x["v"])
+    elif isinstance(fn, A.CountDistinct):
+        item, final = c, F.size(F.array_distinct(col))
+    elif isinstance(fn, A.TopK):
+        item, final = c, F.slice(F.sort_array(col, asc=False), 1, fn.k)
+    elif isinstance(fn, A.Percentile):
+        item, final = c.cast("double"), _percentile(F.array_sort(col), fn.p)
+    else:
+        raise TypeError(f"{fn!r} has no native partial form")
+    one = F.filter(F.array(item), lambda x: c.isNotNull())
+    of_rows = F.collect_list(F.when(c.isNotNull(), item))
+    if isinstance(fn, A.CountDistinct):
+        of_rows = F.collect_set(c)
+    return Partial((n,), (of_rows.alias(n),), (F.flatten(F.collect_list(n)).alias(n),), final, (one.alias(n),),
+                   ("array",))
+
+
+def _percentile(values: Column, p: float) -> Column:
+    """The exact percentile of a sorted array, interpolated linearly as numpy (and the core) do."""
+    n = F.size(values)
+    pos = (n - 1).cast("double") * F.lit(p)
+    lo = F.floor(pos)
+    frac = pos - lo
+    a = F.element_at(values, (lo + 1).cast("int"))
+    b = F.element_at(values, F.least(lo + 2, n).cast("int"))
+    return F.when(n > 0, F.when(frac >= 0.5, b - (b - a) * (1 - frac)).otherwise(a + (b - a) * frac))
+
+
+def pane_columns(p: Pipeline, schema: ST.StructType, finals: list[Column]) -> list[Column]:
+    """The pane rows of closed windows (WS, WE, LATE_WIN and the aggregates' final values)."""
+    is_global = isinstance(p.window, GlobalWindows)
+    end = p.window.report_end(F.col(WE))
+    return [
+        *[F.col(k) for k in p.key],
+        (F.lit(None).cast("timestamp") if is_global else F.timestamp_millis(F.col(WS))).alias("window_start"),
+        (F.lit(None).cast("timestamp") if is_global else F.timestamp_millis(end)).alias("window_end"),
+        F.when(F.col(LATE_WIN), F.lit("LATE")).otherwise(F.lit("ON_TIME")).alias("timing"),
+        F.lit(0).cast("long").alias("pane_index"),
+        F.lit(True).alias("is_last"),
+        F.lit(False).alias("retraction"),
+        *[f.cast(output_type(a.fn, schema)).alias(a.output) for a, f in zip(p.aggregates, finals)],
+    ]
+
+
+# -- one step ------------------------------------------------------------------------------------------------
+
+
+class NativeStep:
+    """The native plan of one pipeline: ``step(rows, state, watermark)`` on DataFrames."""
+
+    def __init__(self, p: Pipeline, schema: ST.StructType, record_columns: list[str]):
+        self.p = p
+        self.schema = schema
+        self.record_columns = record_columns
+        self.parts = [partial(i, a, schema) for i, a in enumerate(p.aggregates)]
+        self.delay = 0 if p.watermark.punctuation else p.watermark.max_delay
+        self.ordered = any(isinstance(a.fn, (A.First, A.CollectList)) for a in p.aggregates)
+        t = p.trigger
+        self.fires = isinstance(t, AfterWatermark)  # else Never: one pane when the window expires
+        self.early_n = _count_of(t.early) if self.fires else 0
+        self.late_n = _count_of(t.late) if self.fires else 0
+
+    @property
+    def partial_columns(self) -> list[str]:
+        return [n for pt in self.parts for n in pt.names]
+
+    @property
+    def state_columns(self) -> list[str]:
+        extra = list(_TRIGGER_STATE) if self.fires else []
+        return [*self.p.key, WS, WE, LATE_WIN, *self.partial_columns, *extra]
+
+    def next_watermark(self, rows: DataFrame, wm: int) -> int:
+        """The watermark after a step (it never goes back): event time - max_delay, punctuation
+        and explicit control values, +infinity at the end of the input."""
+        got = rows.agg(F.max(F.unix_millis(F.col(WMARK)))).first()[0]
+        if got is None:
+            return wm
+        if got >= SPARK_END_MS:
+            return END_OF_INPUT
+        return max(wm, got - self.delay)
+
+    def split(self, rows: DataFrame, wm: int, step: int = 0) -> tuple[DataFrame, DataFrame]:
+        """(on-time rows with their windows, dead letters) of a step's prepared rows. ``step``
+        orders arrivals across steps (first, last and collect_list break event-time ties by it)."""
+        p = self.p
+        data = rows.filter(F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
+        if self.ordered:
+            data = data.withColumn(SEQ, F.struct(F.lit(step).cast("long").alias("b"),
+                                                 F.monotonically_increasing_id().alias("i")))
+        valid = F.col(INVALID).isNull()
+        record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in self.record_columns]))
+        if wm > MIN_TIME:
+            # a row is dead-lettered once, naming the windows that expired before it came
+            missed = F.filter(window_array(p, F.col(TS)), lambda w: F.lit(wm) >= expiry(p, w["e"]))
+            marked = data.withColumn(MISSED, F.when(valid, missed))
+            dead = marked.filter(~valid | (F.size(MISSED) > 0))
+        else:
+            dead = data.filter(~valid).withColumn(MISSED, F.lit(None).cast("array<struct<s:long,e:long>>"))
+        report = p.window.report_end
+        dead = dead.select(
+            F.coalesce(F.col(INVALID), F.lit("late")).alias("reason"),
+            record.alias("record"),
+            (F.lit(None).cast("timestamp") if wm <= MIN_TIME else F.when(valid, F.timestamp_millis(F.lit(wm)))).alias("watermark"),
+            F.transform(MISSED, lambda w: F.struct(F.timestamp_millis(w["s"]).alias("start"),
+                                                  F.timestamp_millis(report(w["e"])).alias("end"))).alias("windows"),
+            F.when(~valid, F.col(DETAIL)).alias("detail"),
+        )
+        good = assign(p, data.filter(valid))
+        if wm > MIN_TIME:
+            good = good.filter(expiry(p, F.col(WE)) > F.lit(wm))
+        for c in numeric_string_columns(rows, p):
+            good = good.withColumn(c, F.col(NUM + c))
+        return good, dead
+
+    def combine(self, good: DataFrame, state: DataFrame | None, wm: int, new_wm: int | None = None) -> DataFrame:
+        """The windows after the step: the state's open windows merged with the on-time rows
+        (and, for after_watermark, what fired: ``OUT``, given the watermark after the step)."""
+        p = self.p
+        key = list(p.key)
+        carry = list(dict.fromkeys([*key, *p.value_columns, TS, WS, WE] + ([SEQ] if self.ordered else [])))
+        exploded = good.select(*carry)
+        if isinstance(p.window, Sessions):
+            return self._combine_sessions(exploded, state, wm)
+        if self.fires:
+            return self._combine_firing(exploded, state, wm, new_wm)
+        fresh = exploded.groupBy(*key, WS, WE).agg(*[c for pt in self.parts for c in pt.of_rows]) \
+            .withColumn(LATE_WIN, (F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE)))
+        if state is None:
+            return fresh.select(*self.state_columns)
+        merged = state.select(*self.state_columns).unionByName(fresh.select(*self.state_columns))
+        return merged.groupBy(*key, WS, WE).agg(F.bool_and(LATE_WIN).alias(LATE_WIN),
+                                                *[c for pt in self.parts for c in pt.merge]) \
+            .select(*self.state_columns)
+
+    def _combine_sessions(self, proto: DataFrame, state: DataFrame | None, wm: int) -> DataFrame:
+        p = self.p
+        key = list(p.key)
+        rows = proto.select(*key, WS, WE, *[c for pt in self.parts for c in pt.one_row],
+                            F.lit(None).cast("boolean").alias(LATE_WIN), F.lit(False).alias("__panes_kept"))
+        if state is not None:
+            rows = state.select(*self.state_columns, F.lit(True).alias("__panes_kept")).unionByName(rows)
+        numbered = islands(rows, key, WS, WE, "__panes_island")
+        kept = F.max(F.when(F.col("__panes_kept"), F.struct(F.col(WE).alias("e"), F.col(WS).alias("s"),
+                                                            F.col(LATE_WIN).alias("late"))))
+        merged = numbered.groupBy(*key, "__panes_island").agg(
+            F.min(WS).alias(WS), F.max(WE).alias(WE), kept.alias("__panes_k"),
+            *[c for pt in self.parts for c in pt.merge])
+        k = F.col("__panes_k")
+        same = k.isNotNull() & (k["s"] == F.col(WS)) & (k["e"] == F.col(WE))
+        return merged.withColumn(LATE_WIN, F.when(same, k["late"]).otherwise(F.lit(wm) >= F.col(WE))) \
+            .select(*self.state_columns)
+
+    def _combine_firing(self, rows: DataFrame, state: DataFrame | None, wm: int, new_wm: int) -> DataFrame:
+        """after_watermark(early: count, late: count) in the three accumulation modes, as the
+        engine runs it: the rows are added and the triggers of the windows that got some are
+        evaluated (watermark before the step), then the watermark moves and windows fire ON_TIME
+        or expire. Each window's panes of the step (retraction, pane; twice at most) go to OUT."""
+        p = self.p
+        key = list(p.key)
+        fresh = rows.groupBy(*key, WS, WE).agg(*[c for pt in self.parts for c in pt.of_rows],
+                                               F.count(F.lit(1)).alias(K))
+        fresh = fresh.withColumn(LATE_WIN, (F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE)))
+        for c in _TRIGGER_STATE:
+            fresh = fresh.withColumn(c, F.lit(None))
+        if state is not None:
+            old = state.select(*self.state_columns).withColumn(K, F.lit(0).cast("long"))
+            merged = old.unionByName(fresh.select(*self.state_columns, K), allowMissingColumns=False)
+            fresh = merged.groupBy(*key, WS, WE).agg(
+                F.bool_and(LATE_WIN).alias(LATE_WIN), F.sum(K).alias(K),
+                *[c for pt in self.parts for c in pt.merge],
+                *[F.first(c, ignorenulls=True).alias(c) for c in _TRIGGER_STATE])
+        w = fresh.select(*key, WS, WE, LATE_WIN, K, *self.partial_columns,
+                         F.coalesce(F.col(CNT), F.lit(0)).cast("long").alias(CNT),
+                         F.coalesce(F.col(PLATE), F.lit(False)).alias(PLATE),
+                         F.coalesce(F.col(NEW), F.lit(0)).cast("long").alias(NEW),
+                         F.coalesce(F.col(IDX), F.lit(0)).cast("long").alias(IDX),
+                         self._last_values_column(), F.col(LASTT).cast("string").alias(LASTT),
+                         F.coalesce(F.col(NONEARLY), F.lit(False)).alias(NONEARLY))
+        end = F.col(WE)
+        finite = end < F.lit(MAX_TIME)
+        discarding = p.accumulation == "discarding"
+        retracting = p.accumulation == "retracting"
+        early_n, late_n = self.early_n, self.late_n
+        # 1. the rows: elements count for the trigger of the window's phase
+        touched = F.col(K) > 0
+        counts = (~F.col(PLATE) & F.lit(early_n > 0)) | (F.col(PLATE) & F.lit(late_n > 0))
+        w = w.withColumn(CNT, F.when(touched & counts, F.col(CNT) + F.col(K)).otherwise(F.col(CNT))) \
+            .withColumn(NEW, F.col(NEW) + F.col(K))
+        reached = finite & (F.lit(wm) >= end)
+        fire = touched & (
+            (~F.col(PLATE) & (reached | (F.lit(early_n > 0) & (F.col(CNT) >= F.lit(max(early_n, 1))))))
+            | (F.col(PLATE) & F.lit(late_n > 0) & (F.col(CNT) >= F.lit(max(late_n, 1)))))
+        w = w.withColumn("__panes_fire1", fire)
+        w = self._emit(w, "1", F.col("__panes_fire1"), reached, F.lit(False), discarding, retracting)
+        # the firing's trigger transitions: the count restarts; the on-time firing ends the early phase
+        w = w.withColumn(PLATE, F.col(PLATE) | (F.col("__panes_fire1") & reached)) \
+            .withColumn(CNT, F.when(F.col("__panes_fire1"), F.lit(0)).otherwise(F.col(CNT)).cast("long"))
+        # 2. the watermark moves: expiry (the last pane) or the on-time firing
+        expired = F.lit(new_wm) >= expiry(p, end)
+        reached2 = (finite & (F.lit(new_wm) >= end)) | F.lit(new_wm >= END_OF_INPUT)
+        ontime = ~expired & ~F.col(PLATE) & finite & (F.lit(new_wm) >= end)
+        w = w.withColumn("__panes_exp", expired).withColumn("__panes_fire2", expired | ontime)
+        w = self._emit(w, "2", F.col("__panes_fire2"), reached2, F.col("__panes_exp"), discarding, retracting)
+        w = w.withColumn(PLATE, F.col(PLATE) | ontime) \
+            .withColumn(CNT, F.when(ontime, F.lit(0)).otherwise(F.col(CNT)).cast("long"))
+        out = F.filter(F.array(F.col("__panes_retr1"), F.col("__panes_pane1"), F.col("__panes_retr2"), F.col("__panes_pane2")),
+                       lambda x: x.isNotNull())
+        return w.withColumn(OUT, out).select(*self.state_columns, OUT)
+
+    def _last_values_column(self) -> Column:
+        return F.col(LASTV).alias(LASTV)
+
+    def _emit(self, w: DataFrame, n: str, fire: Column, reached: Column, final: Column,
+              discarding: bool, retracting: bool) -> DataFrame:
+        """A firing (``_emit`` of the engine): the pane unless it is empty and not ON_TIME, the
+        retraction of the previous pane first (retracting mode), then the bookkeeping."""
+        p = self.p
+        timing = F.when(F.col(LATE_WIN) | F.col(NONEARLY), F.lit("LATE")).when(reached, F.lit("ON_TIME")) \
+            .otherwise(F.lit("EARLY"))
+        values = F.struct(*[f.cast(output_type(a.fn, self.schema)).alias(a.output)
+                            for a, f in zip(p.aggregates, [pt.final for pt in self.parts])])
+        w = w.withColumn("__panes_t" + n, timing).withColumn("__panes_v" + n, values)
+        emit = fire & ((F.col(NEW) > 0) | (F.col("__panes_t" + n) == "ON_TIME"))
+        w = w.withColumn("__panes_e" + n, emit)
+        e = F.col("__panes_e" + n)
+
+        phase = 2 if n == "1" else 3  # the rows' firings, then the watermark's
+
+        def pane(vals, tm, idx, last, retraction):
+            return F.struct(vals.alias("v"), tm.alias("timing"), idx.alias("pane_index"),
+                            last.alias("is_last"), F.lit(retraction).alias("retraction"),
+                            F.lit(phase).alias("phase"))
+
+        r = F.when(e & F.lit(retracting) & F.col(LASTV).isNotNull(),
+                   pane(F.col(LASTV), F.col(LASTT), F.col(IDX) - 1, F.lit(False), True))
+        w = w.withColumn("__panes_retr" + n, r).withColumn(
+            "__panes_pane" + n, F.when(e, pane(F.col("__panes_v" + n), F.col("__panes_t" + n), F.col(IDX), final, False)))
+        w = w.withColumn(IDX, F.col(IDX) + F.when(e, 1).otherwise(0)) \
+            .withColumn(LASTV, F.when(e, F.col("__panes_v" + n)).otherwise(F.col(LASTV))) \
+            .withColumn(LASTT, F.when(e, F.col("__panes_t" + n)).otherwise(F.col(LASTT))) \
+            .withColumn(NONEARLY, F.col(NONEARLY) | (e & (F.col("__panes_t" + n) != "EARLY"))) \
+            .withColumn(NEW, F.when(e, F.lit(0)).otherwise(F.col(NEW)).cast("long"))
+        if discarding:
+            for pt in self.parts:
+                for name, empty in zip(pt.names, pt.empty):
+                    c = F.col(name)
+                    if empty is None:
+                        reset = F.when(~e, c)
+                    elif isinstance(empty, str):
+                        reset = F.when(e, F.filter(c, lambda x: F.lit(False))).otherwise(c)
+                    else:
+                        reset = F.when(e, empty).otherwise(c)
+                    w = w.withColumn(name, reset)
+        return w
+
+    def closed(self, windows: DataFrame, wm: int, ordered: bool = False) -> DataFrame:
+        """The panes of the step: for the default trigger, of the windows the watermark closed;
+        for after_watermark, what fired (``ordered``: with the engine's phase and order columns)."""
+        p = self.p
+        if not self.fires:
+            due = windows.filter(expiry(p, F.col(WE)) <= F.lit(wm))
+            cols = pane_columns(p, self.schema, [pt.final for pt in self.parts])
+            if ordered:
+                cols += [F.lit(3).alias(PHASE_COL), F.lit(0).alias(SUB_COL)]
+            return due.select(*cols)
+        fired = windows.filter(F.size(OUT) > 0).select(*p.key, WS, WE, F.posexplode(OUT).alias("__panes_pos", "__o"))
+        is_global = isinstance(p.window, GlobalWindows)
+        cols = [*[F.col(k) for k in p.key],
+                (F.lit(None).cast("timestamp") if is_global else F.timestamp_millis(F.col(WS))).alias("window_start"),
+                (F.lit(None).cast("timestamp") if is_global else F.timestamp_millis(p.window.report_end(F.col(WE)))).alias("window_end"),
+                F.col("__o.timing").alias("timing"), F.col("__o.pane_index").alias("pane_index"),
+                F.col("__o.is_last").alias("is_last"), F.col("__o.retraction").alias("retraction"),
+                *[F.col(f"__o.v.{a.output}").alias(a.output) for a in p.aggregates]]
+        if ordered:
+            cols += [F.col("__o.phase").alias(PHASE_COL), F.col("__panes_pos").alias(SUB_COL)]
+        return fired.select(*cols)
+
+    def open(self, windows: DataFrame, wm: int) -> DataFrame:
+        return windows.filter(expiry(self.p, F.col(WE)) > F.lit(wm)).select(*self.state_columns)
+
+
+# -- streaming: a step per micro-batch ----------------------------------------------------------------------
+
+
+class NativeStream:
+    """Runs a ``NativeStep`` per micro-batch (``foreachBatch``), the open windows kept under
+    ``<checkpoint>/panes_native``."""
+
+    def __init__(self, step: NativeStep, checkpoint: str, ordered: bool = False):
+        self.step = step
+        self.ordered = ordered
+        self.root = Path(checkpoint) / STATE_DIR
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _versions(self) -> list[int]:
+        return sorted(int(d.name[1:]) for d in self.root.glob("v*") if (d / "meta.json").exists())
+
+    def run(self, batch: DataFrame, batch_id: int, on_panes, on_dead_letters) -> None:
+        spark = batch.sparkSession
+        prior = [v for v in self._versions() if v < batch_id]
+        if prior:
+            last = self.root / f"v{prior[-1]}"
+            meta = json.loads((last / "meta.json").read_text())
+            wm = meta["watermark"]
+            state = self.step.open(spark.read.parquet(str(last / "windows")), wm)
+        else:
+            wm, state = MIN_TIME, None
+        rows = batch.persist()
+        try:
+            good, dead = self.step.split(rows, wm, batch_id)
+            new_wm = self.step.next_watermark(rows, wm)
+            windows = self.step.combine(good, state, wm, new_wm)
+            here = self.root / f"v{batch_id}"
+            shutil.rmtree(here, ignore_errors=True)
+            windows.write.parquet(str(here / "windows"))
+            written = spark.read.parquet(str(here / "windows"))
+            (here / "meta.json").write_text(json.dumps({"watermark": new_wm}))
+            on_dead_letters(dead, batch_id)
+            on_panes(self.step.closed(written, new_wm, self.ordered), batch_id)
+        finally:
+            rows.unpersist()
+        for v in self._versions():
+            if v < batch_id - 1:
+                shutil.rmtree(self.root / f"v{v}", ignore_errors=True)
