@@ -40,13 +40,15 @@ test-core: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/core
 
 bench: setup
-	$(PY) benchmarks/bench.py
+	$(PY) benchmarks/bench.py --repeat 3
 	$(PY) benchmarks/bench_triggers.py
+	$(PY) benchmarks/nexmark.py --repeat 3
 	$(PY) benchmarks/bench_sliding.py
 
 bench-quick: setup
 	$(PY) benchmarks/bench.py --quick
 	$(PY) benchmarks/bench_triggers.py --quick
+	$(PY) benchmarks/nexmark.py --quick
 	$(PY) benchmarks/bench_sliding.py --quick
 
 clean:

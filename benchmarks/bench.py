@@ -8,7 +8,8 @@ order, split into F files whose modification times increase so a file source rea
 
   a. plain Spark streaming: readStream parquet -> withWatermark(ts, 0 s) -> groupBy(key,
      window(ts, 1 minute)).agg(count, sum) -> append -> foreachBatch (one action per batch)
-  b. panes streaming: the same source -> panes.window(df, spec).combined -> foreachBatch
+  b. panes streaming: the same source -> panes.window(df, spec).write_stream (the plan the planner
+     picks: native for this spec) -> one action per micro-batch on the panes and the dead letters
   c. plain Spark batch: read.parquet -> groupBy(key, window(ts, 1 minute)).agg(...) -> noop sink
   d. panes batch: panes.window(batch_df, spec).panes -> noop sink
 
@@ -152,7 +153,10 @@ def run_query(make_writer, timeout: float, events: int) -> dict:
     ckpt = tempfile.mkdtemp(prefix="panes-bench-ckpt-")
     try:
         t0 = time.perf_counter()
-        q = make_writer().option("checkpointLocation", ckpt).trigger(availableNow=True).start()
+        made = make_writer(ckpt)
+        # a DataStreamWriter (plain Spark) or a query panes already started (write_stream)
+        q = made if hasattr(made, "awaitTermination") else \
+            made.option("checkpointLocation", ckpt).trigger(availableNow=True).start()
         finished = q.awaitTermination(timeout)
         seconds = time.perf_counter() - t0
         if not finished:
@@ -189,7 +193,7 @@ def measure_plain_stream(spark, path, fpt, timeout, events) -> dict:
         acc["rows"] += r["rows"]
         acc["total"] += r["total"] or 0
 
-    def writer():
+    def writer(ckpt):
         df = stream_source(spark, path, fpt).withWatermark("ts", "0 seconds")
         return plain_agg(df).writeStream.outputMode("append").foreachBatch(each)
 
@@ -202,23 +206,21 @@ def measure_panes_stream(spark, path, fpt, timeout, events) -> dict:
     from pyspark.sql import functions as F
 
     import panes
-    from panes.spark.stateful import KIND
 
-    acc = {"panes": 0, "dead_letters": 0, "total": 0}
+    acc = {"panes": 0, "dead_letters": 0, "total": 0, "plan": ""}
 
-    def each(batch, batch_id):
-        # one action per micro-batch: the stateful plan runs once
-        for r in batch.groupBy(KIND).agg(F.count(F.lit(1)).alias("rows"),
-                                         F.sum("total").alias("total")).collect():
-            if r[KIND] == "P":
-                acc["panes"] += r["rows"]
-                acc["total"] += r["total"] or 0
-            elif r[KIND] == "D":
-                acc["dead_letters"] += r["rows"]
+    def on_panes(df, batch_id):  # one action per output per micro-batch
+        r = df.agg(F.count(F.lit(1)).alias("rows"), F.sum("total").alias("total")).collect()[0]
+        acc["panes"] += r["rows"]
+        acc["total"] += r["total"] or 0
 
-    def writer():
+    def on_dead_letters(df, batch_id):
+        acc["dead_letters"] += df.count()
+
+    def writer(ckpt):
         result = panes.window(stream_source(spark, path, fpt), SPEC)
-        return result.combined.writeStream.foreachBatch(each)
+        acc["plan"] = result.plan
+        return result.write_stream(on_panes, on_dead_letters, ckpt, availableNow=True)
 
     res = run_query(writer, timeout, events)
     res.update(emitted_rows=acc["panes"], emitted_total=acc["total"], dead_letters=acc["dead_letters"])

@@ -70,20 +70,17 @@ def measure_panes(spark, path, fpt, timeout, events, spec) -> dict:
     from pyspark.sql import functions as F
 
     import panes
-    from panes.spark.stateful import KIND
 
     acc = {"panes": 0, "retractions": 0, "dead_letters": 0, "by_timing": {},
            "on_time_rows": 0, "on_time_total": 0, "net_total": 0}
 
-    def each(batch, batch_id):
-        rows = (batch.groupBy(KIND, "timing", "retraction")
+    def on_dead_letters(batch, batch_id):
+        acc["dead_letters"] += batch.count()
+
+    def on_panes(batch, batch_id):
+        rows = (batch.groupBy("timing", "retraction")
                 .agg(F.count(F.lit(1)).alias("rows"), F.sum("total").alias("total")).collect())
         for r in rows:
-            if r[KIND] == "D":
-                acc["dead_letters"] += r["rows"]
-                continue
-            if r[KIND] != "P":
-                continue
             total = r["total"] or 0
             if r["retraction"]:
                 acc["retractions"] += r["rows"]
@@ -98,8 +95,10 @@ def measure_panes(spark, path, fpt, timeout, events, spec) -> dict:
                     acc["on_time_total"] += total
             acc["by_timing"][name] = acc["by_timing"].get(name, 0) + r["rows"]
 
-    def writer():
-        return panes.window(stream_source(spark, path, fpt), spec).combined.writeStream.foreachBatch(each)
+    def writer(ckpt):
+        result = panes.window(stream_source(spark, path, fpt), spec)
+        acc["plan"] = result.plan
+        return result.write_stream(on_panes, on_dead_letters, ckpt, availableNow=True)
 
     res = run_query(writer, timeout, events)
     res.update(acc)

@@ -9,8 +9,9 @@ accumulation modes, late data) on Spark Structured Streaming and on bounded Data
         "aggregates": {"cars": {"count_distinct": "registration_plate"},
                        "passengers": {"sum": "passengers"}},
     })
-    result.panes          # DataFrame of window results (streaming or batch, like the input)
+    result.panes          # DataFrame of window results (bounded input; streaming with plan="stateful")
     result.dead_letters   # DataFrame of late and malformed records, with the reason
+    result.write_stream(on_panes, on_dead_letters, checkpoint)   # streaming input, any plan
 
 The spec mapping, a YAML/JSON file and ``panes.core.Pipeline`` objects are interchangeable.
 """
@@ -37,12 +38,14 @@ def pipeline(spec: "dict | str | Pipeline") -> Pipeline:
     return parse_pipeline_spec({k: v for k, v in doc.items() if k not in run_fields}).to_pipeline()
 
 
-def window(df: Any, spec: "dict | str | Pipeline", *, buckets: int = 8):
-    """Window a Spark DataFrame. Streaming input gives streaming panes (the stateful plan);
-    bounded input gives the final answer the stream converges to (one pane per window)."""
+def window(df: Any, spec: "dict | str | Pipeline", *, buckets: int = 8, plan: str = "auto"):
+    """Window a Spark DataFrame. Bounded input gives the final answer the stream converges to (one
+    pane per window). Streaming input: ``result.write_stream(on_panes, on_dead_letters,
+    checkpoint)`` runs it; ``plan`` picks native Spark (``auto`` when the pipeline allows it) or
+    the stateful engine (``"stateful"``: also gives ``result.panes`` as a streaming DataFrame)."""
     from .spark.planner import window_batch, window_stream
 
     p = pipeline(spec)
     if df.isStreaming:
-        return window_stream(df, p, buckets=buckets)
+        return window_stream(df, p, buckets=buckets, plan=plan)
     return window_batch(df, p, buckets=buckets)
