@@ -45,6 +45,7 @@ from .columns import (
 
 WS, WE, LATE_WIN = "__panes_ws", "__panes_we", "__panes_created_late"
 OUT = "__panes_out"
+NEW_WM = "__panes_new_wm"
 PHASE_COL, SUB_COL = "__panes_phase", "__panes_sub"  # the engine's emission order (replay)
 #: per window, for after_watermark: rows added this step, the phase's count, in the late phase,
 #: elements since the last pane, the next pane index, the last pane (values, timing), a non-early
@@ -274,6 +275,9 @@ class NativeStep:
         self.fires = isinstance(t, AfterWatermark)  # else Never: one pane when the window expires
         self.early_n = _count_of(t.early) if self.fires else 0
         self.late_n = _count_of(t.late) if self.fires else 0
+        # the last pane is kept only to retract it
+        self.trigger_state = _TRIGGER_STATE if p.accumulation == "retracting" else \
+            tuple(c for c in _TRIGGER_STATE if c not in (LASTV, LASTT))
 
     @property
     def partial_columns(self) -> list[str]:
@@ -281,13 +285,14 @@ class NativeStep:
 
     @property
     def state_columns(self) -> list[str]:
-        extra = list(_TRIGGER_STATE) if self.fires else []
+        extra = list(self.trigger_state) if self.fires else []
         return [*self.p.key, WS, WE, LATE_WIN, *self.partial_columns, *extra]
 
-    def next_watermark(self, rows: DataFrame, wm: int) -> tuple[int, int]:
-        """(the watermark after a step, the number of the step's dead letters). The watermark never
-        goes back: event time - max_delay, punctuation and explicit control values, +infinity at
-        the end of the input. The count lets an empty dead-letter output skip its own scan."""
+    def watermark_frame(self, rows: DataFrame, wm: int) -> DataFrame:
+        """One row: the watermark after a step (NEW_WM) and the number of the step's dead letters.
+        The watermark never goes back: event time - max_delay, punctuation and explicit control
+        values, +infinity at the end of the input. The count lets an empty dead-letter output skip
+        its own scan."""
         data = F.col(PUNCT).isNull() & F.col(CLOCK).isNull()
         dead = F.col(INVALID).isNotNull()
         if wm > MIN_TIME:
@@ -296,13 +301,17 @@ class NativeStep:
             late = (F.col(TS) < F.lit(wm - p.allowed_lateness)) & F.exists(
                 window_array(p, F.col(TS)), lambda w: F.lit(wm) >= expiry(p, w["e"]))
             dead = dead | late
-        got, n_dead = rows.agg(F.max(F.unix_millis(F.col(WMARK))),
-                               F.count(F.when(data & dead, 1))).first()
-        if got is None:
-            return wm, n_dead
-        if got >= SPARK_END_MS:
-            return END_OF_INPUT, n_dead
-        return max(wm, got - self.delay), n_dead
+        got = F.col("__panes_got")
+        new = F.when(got.isNull(), F.lit(wm)).when(got >= F.lit(SPARK_END_MS), F.lit(END_OF_INPUT)) \
+            .otherwise(F.greatest(F.lit(wm), got - F.lit(self.delay)))
+        return rows.agg(F.max(F.unix_millis(F.col(WMARK))).alias("__panes_got"),
+                        F.count(F.when(data & dead, 1)).alias("__panes_ndead")) \
+            .select(new.cast("long").alias(NEW_WM), F.col("__panes_ndead"))
+
+    def next_watermark(self, rows: DataFrame, wm: int) -> tuple[int, int]:
+        """(the watermark after a step, the number of its dead letters): ``watermark_frame``."""
+        r = self.watermark_frame(rows, wm).first()
+        return int(r[0]), int(r[1])
 
     def split(self, rows: DataFrame, wm: int, step: int = 0) -> tuple[DataFrame, DataFrame]:
         """(on-time rows with their windows, dead letters) of a step's prepared rows. ``step``
@@ -337,9 +346,10 @@ class NativeStep:
             good = good.withColumn(c, F.col(NUM + c))
         return good, dead
 
-    def combine(self, good: DataFrame, state: DataFrame | None, wm: int, new_wm: int | None = None) -> DataFrame:
+    def combine(self, good: DataFrame, state: DataFrame | None, wm: int, new_wm=None) -> DataFrame:
         """The windows after the step: the state's open windows merged with the on-time rows
-        (and, for after_watermark, what fired: ``OUT``, given the watermark after the step)."""
+        (and, for after_watermark, what fired: ``OUT``, given the watermark after the step as an
+        int or as ``watermark_frame``'s one-row DataFrame)."""
         p = self.p
         key = list(p.key)
         carry = list(dict.fromkeys([*key, *p.value_columns, TS, WS, WE] + ([SEQ] if self.ordered else [])))
@@ -379,31 +389,38 @@ class NativeStep:
         return merged.withColumn(LATE_WIN, F.when(same, k["late"]).otherwise(F.lit(wm) >= F.col(WE))) \
             .select(*self.state_columns)
 
-    def _combine_firing(self, rows: DataFrame, state: DataFrame | None, wm: int, new_wm: int) -> DataFrame:
+    def _combine_firing(self, rows: DataFrame, state: DataFrame | None, wm: int, new_wm) -> DataFrame:
         """after_watermark(early: count, late: count) in the three accumulation modes, as the
         engine runs it: the rows are added and the triggers of the windows that got some are
         evaluated (watermark before the step), then the watermark moves and windows fire ON_TIME
         or expire. Each window's panes of the step (retraction, pane; twice at most) go to OUT."""
         p = self.p
         key = list(p.key)
-        fresh = rows.groupBy(*key, WS, WE).agg(*[c for pt in self.parts for c in pt.of_rows],
-                                               F.count(F.lit(1)).alias(K))
-        fresh = fresh.withColumn(LATE_WIN, (F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE)))
-        for c in _TRIGGER_STATE:
-            fresh = fresh.withColumn(c, F.lit(None))
+        # one grouping for the kept windows and the rows (each row its own partial): one shuffle
+        merged = rows.select(*key, WS, WE, *[c for pt in self.parts for c in pt.one_row],
+                             F.lit(1).cast("long").alias(K),
+                             ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN),
+                             *[F.lit(None).alias(c) for c in self.trigger_state])
         if state is not None:
             old = state.select(*self.state_columns).withColumn(K, F.lit(0).cast("long"))
-            merged = old.unionByName(fresh.select(*self.state_columns, K), allowMissingColumns=False)
-            fresh = merged.groupBy(*key, WS, WE).agg(
-                F.bool_and(LATE_WIN).alias(LATE_WIN), F.sum(K).alias(K),
-                *[c for pt in self.parts for c in pt.merge],
-                *[F.first(c, ignorenulls=True).alias(c) for c in _TRIGGER_STATE])
-        w = fresh.select(*key, WS, WE, LATE_WIN, K, *self.partial_columns,
+            merged = old.unionByName(merged.select(*self.state_columns, K))
+        fresh = merged.groupBy(*key, WS, WE).agg(
+            F.bool_and(LATE_WIN).alias(LATE_WIN), F.sum(K).alias(K),
+            *[c for pt in self.parts for c in pt.merge],
+            *[(F.first(c, ignorenulls=True) if c == LASTV else F.max(c)).alias(c) for c in self.trigger_state])
+        if isinstance(new_wm, DataFrame):  # the watermark after the step, computed in the same job
+            fresh = fresh.crossJoin(F.broadcast(new_wm.select(NEW_WM)))
+            wm_after = F.col(NEW_WM)
+        else:
+            fresh = fresh.withColumn(NEW_WM, F.lit(new_wm).cast("long"))
+            wm_after = F.col(NEW_WM)
+        w = fresh.select(*key, WS, WE, LATE_WIN, K, NEW_WM, *self.partial_columns,
                          F.coalesce(F.col(CNT), F.lit(0)).cast("long").alias(CNT),
                          F.coalesce(F.col(PLATE), F.lit(False)).alias(PLATE),
                          F.coalesce(F.col(NEW), F.lit(0)).cast("long").alias(NEW),
                          F.coalesce(F.col(IDX), F.lit(0)).cast("long").alias(IDX),
-                         self._last_values_column(), F.col(LASTT).cast("string").alias(LASTT),
+                         *([F.col(LASTV), F.col(LASTT).cast("string").alias(LASTT)] if LASTV in self.trigger_state
+                           else [F.lit(None).alias(LASTV), F.lit(None).cast("string").alias(LASTT)]),
                          F.coalesce(F.col(NONEARLY), F.lit(False)).alias(NONEARLY))
         end = F.col(WE)
         finite = end < F.lit(MAX_TIME)
@@ -413,8 +430,10 @@ class NativeStep:
         # 1. the rows: elements count for the trigger of the window's phase
         touched = F.col(K) > 0
         counts = (~F.col(PLATE) & F.lit(early_n > 0)) | (F.col(PLATE) & F.lit(late_n > 0))
-        w = w.withColumn(CNT, F.when(touched & counts, F.col(CNT) + F.col(K)).otherwise(F.col(CNT))) \
-            .withColumn(NEW, F.col(NEW) + F.col(K))
+        # (withColumns per stage: each DataFrame call analyses the plan so far, and a chain of one
+        # call per column made planning dominate the micro-batch)
+        w = w.withColumns({CNT: F.when(touched & counts, F.col(CNT) + F.col(K)).otherwise(F.col(CNT)),
+                           NEW: F.col(NEW) + F.col(K)})
         reached = finite & (F.lit(wm) >= end)
         fire = touched & (
             (~F.col(PLATE) & (reached | (F.lit(early_n > 0) & (F.col(CNT) >= F.lit(max(early_n, 1))))))
@@ -422,22 +441,19 @@ class NativeStep:
         w = w.withColumn("__panes_fire1", fire)
         w = self._emit(w, "1", F.col("__panes_fire1"), reached, F.lit(False), discarding, retracting)
         # the firing's trigger transitions: the count restarts; the on-time firing ends the early phase
-        w = w.withColumn(PLATE, F.col(PLATE) | (F.col("__panes_fire1") & reached)) \
-            .withColumn(CNT, F.when(F.col("__panes_fire1"), F.lit(0)).otherwise(F.col(CNT)).cast("long"))
+        w = w.withColumns({PLATE: F.col(PLATE) | (F.col("__panes_fire1") & reached),
+                           CNT: F.when(F.col("__panes_fire1"), F.lit(0)).otherwise(F.col(CNT)).cast("long")})
         # 2. the watermark moves: expiry (the last pane) or the on-time firing
-        expired = F.lit(new_wm) >= expiry(p, end)
-        reached2 = (finite & (F.lit(new_wm) >= end)) | F.lit(new_wm >= END_OF_INPUT)
-        ontime = ~expired & ~F.col(PLATE) & finite & (F.lit(new_wm) >= end)
-        w = w.withColumn("__panes_exp", expired).withColumn("__panes_fire2", expired | ontime)
+        expired = wm_after >= expiry(p, end)
+        reached2 = (finite & (wm_after >= end)) | (wm_after >= F.lit(END_OF_INPUT))
+        ontime = ~expired & ~F.col(PLATE) & finite & (wm_after >= end)
+        w = w.withColumns({"__panes_exp": expired, "__panes_fire2": expired | ontime, "__panes_ontime": ontime})
         w = self._emit(w, "2", F.col("__panes_fire2"), reached2, F.col("__panes_exp"), discarding, retracting)
-        w = w.withColumn(PLATE, F.col(PLATE) | ontime) \
-            .withColumn(CNT, F.when(ontime, F.lit(0)).otherwise(F.col(CNT)).cast("long"))
+        ontime = F.col("__panes_ontime")
         out = F.filter(F.array(F.col("__panes_retr1"), F.col("__panes_pane1"), F.col("__panes_retr2"), F.col("__panes_pane2")),
                        lambda x: x.isNotNull())
-        return w.withColumn(OUT, out).select(*self.state_columns, OUT)
-
-    def _last_values_column(self) -> Column:
-        return F.col(LASTV).alias(LASTV)
+        final = {PLATE: F.col(PLATE) | ontime, CNT: F.when(ontime, F.lit(0)).otherwise(F.col(CNT)).cast("long"), OUT: out}
+        return w.select(*[final.get(c, F.col(c)).alias(c) for c in self.state_columns], final[OUT].alias(OUT))
 
     def _emit(self, w: DataFrame, n: str, fire: Column, reached: Column, final: Column,
               discarding: bool, retracting: bool) -> DataFrame:
@@ -448,9 +464,9 @@ class NativeStep:
             .otherwise(F.lit("EARLY"))
         values = F.struct(*[f.cast(output_type(a.fn, self.schema)).alias(a.output)
                             for a, f in zip(p.aggregates, [pt.final for pt in self.parts])])
-        w = w.withColumn("__panes_t" + n, timing).withColumn("__panes_v" + n, values)
+        w = w.withColumns({"__panes_t" + n: timing, "__panes_v" + n: values})
         emit = fire & ((F.col(NEW) > 0) | (F.col("__panes_t" + n) == "ON_TIME"))
-        w = w.withColumn("__panes_e" + n, emit)
+        w = w.withColumns({"__panes_e" + n: emit})
         e = F.col("__panes_e" + n)
 
         phase = 2 if n == "1" else 3  # the rows' firings, then the watermark's
@@ -462,13 +478,15 @@ class NativeStep:
 
         r = F.when(e & F.lit(retracting) & F.col(LASTV).isNotNull(),
                    pane(F.col(LASTV), F.col(LASTT), F.col(IDX) - 1, F.lit(False), True))
-        w = w.withColumn("__panes_retr" + n, r).withColumn(
-            "__panes_pane" + n, F.when(e, pane(F.col("__panes_v" + n), F.col("__panes_t" + n), F.col(IDX), final, False)))
-        w = w.withColumn(IDX, F.col(IDX) + F.when(e, 1).otherwise(0)) \
-            .withColumn(LASTV, F.when(e, F.col("__panes_v" + n)).otherwise(F.col(LASTV))) \
-            .withColumn(LASTT, F.when(e, F.col("__panes_t" + n)).otherwise(F.col(LASTT))) \
-            .withColumn(NONEARLY, F.col(NONEARLY) | (e & (F.col("__panes_t" + n) != "EARLY"))) \
-            .withColumn(NEW, F.when(e, F.lit(0)).otherwise(F.col(NEW)).cast("long"))
+        after = {
+            "__panes_retr" + n: r,
+            "__panes_pane" + n: F.when(e, pane(F.col("__panes_v" + n), F.col("__panes_t" + n), F.col(IDX), final, False)),
+            IDX: F.col(IDX) + F.when(e, 1).otherwise(0),
+            LASTV: F.when(e, F.col("__panes_v" + n)).otherwise(F.col(LASTV)),
+            LASTT: F.when(e, F.col("__panes_t" + n)).otherwise(F.col(LASTT)),
+            NONEARLY: F.col(NONEARLY) | (e & (F.col("__panes_t" + n) != "EARLY")),
+            NEW: F.when(e, F.lit(0)).otherwise(F.col(NEW)).cast("long"),
+        }
         if discarding:
             for pt in self.parts:
                 for name, empty in zip(pt.names, pt.empty):
@@ -479,8 +497,8 @@ class NativeStep:
                         reset = F.when(e, F.filter(c, lambda x: F.lit(False))).otherwise(c)
                     else:
                         reset = F.when(e, empty).otherwise(c)
-                    w = w.withColumn(name, reset)
-        return w
+                    after[name] = reset
+        return w.withColumns(after)
 
     def closed(self, windows: DataFrame, wm: int, ordered: bool = False) -> DataFrame:
         """The panes of the step: for the default trigger, of the windows the watermark closed;
@@ -544,14 +562,13 @@ class NativeStream:
         good, dead = self.step.split(batch, wm, batch_id)
         here = self.root / f"v{batch_id}"
         shutil.rmtree(here, ignore_errors=True)
-        if self.step.fires:  # the firings depend on the watermark after the step
-            new_wm, n_dead = self.step.next_watermark(batch, wm)
-            self.step.combine(good, state, wm, new_wm).write.parquet(str(here / "windows"))
-        else:  # the default trigger's windows do not: both jobs at once
-            with ThreadPoolExecutor(1) as pool:
-                later = pool.submit(self.step.next_watermark, batch, wm)
-                self.step.combine(good, state, wm).write.parquet(str(here / "windows"))
-                new_wm, n_dead = later.result()
+        # the watermark after the step, for the driver, in a job beside the main one (firings,
+        # which depend on it, compute it within the main job as well)
+        with ThreadPoolExecutor(1) as pool:
+            later = pool.submit(self.step.next_watermark, batch, wm)
+            after = self.step.watermark_frame(batch, wm) if self.step.fires else None
+            self.step.combine(good, state, wm, after).write.parquet(str(here / "windows"))
+            new_wm, n_dead = later.result()
         if not n_dead:
             dead = spark.createDataFrame([], DEAD_LETTER_SCHEMA)
         written = self._read(spark, here / "windows")
