@@ -37,7 +37,7 @@ from ..core.engine import END_OF_INPUT
 from ..core.pipeline import Pipeline
 from ..core.time import MAX_TIME, MIN_TIME
 from ..core.triggers import AfterCount, AfterWatermark, Never, Repeatedly
-from ..core.windows import GlobalWindows, Hopping, Sessions, Tumbling
+from ..core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling
 from .columns import (
     CLOCK, DEAD_LETTER_SCHEMA, DETAIL, INVALID, NUM, PUNCT, SEQ, SPARK_END_MS, TS, WMARK,
     numeric_string_columns, output_type,
@@ -67,7 +67,7 @@ _MERGEABLE = (A.Count, A.Sum, A.Min, A.Avg, A.First, A.Percentile, A.CollectList
 
 def batch_unsupported(p: Pipeline) -> str | None:
     """Why a bounded pipeline cannot run on the native plan (None: it can)."""
-    if not isinstance(p.window, (Tumbling, Hopping, GlobalWindows, Sessions)):
+    if not isinstance(p.window, (Tumbling, Hopping, GlobalWindows, Sessions, Sliding)):
         return f"{p.window.kind} windows"
     bad = [a.output for a in p.aggregates if not isinstance(a.fn, _MERGEABLE)]
     if bad:
@@ -150,6 +150,8 @@ def assign(p: Pipeline, df: DataFrame) -> DataFrame:
     if isinstance(w, Sessions):  # the proto-session [t, t + gap)
         gap = F.col(w.gap_column).cast("long") if w.gap_column else F.lit(w.gap)
         return df.withColumn(WS, ts).withColumn(WE, ts + gap)
+    if isinstance(w, Sliding):  # the window the record defines that holds it: [t - D, t]
+        return df.withColumn(WS, ts - F.lit(w.time_difference)).withColumn(WE, ts + F.lit(1))
     raise TypeError(w)
 
 
@@ -176,7 +178,7 @@ class Partial:
     """How one aggregate is kept between micro-batches: partial columns, their combination, the result."""
 
     names: tuple[str, ...]
-    of_rows: tuple[Column, ...]     # partial from the rows of a group
+    of_rows: tuple[Column, ...]     # partial from the rows of a group (unnamed: also used over frames)
     merge: tuple[Column, ...]       # partials from partials
     final: Column
     one_row: tuple[Column, ...]     # partial of a single row (sessions merge rows and partials)
@@ -192,15 +194,15 @@ def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
     if isinstance(fn, A.Count):
         rows = F.count(F.lit(1)) if c is None else F.count(c)
         one = F.lit(1) if c is None else F.when(c.isNotNull(), 1).otherwise(0)
-        return Partial((n,), (rows.alias(n),), (F.sum(n).alias(n),), col, (one.cast("long").alias(n),),
+        return Partial((n,), (rows,), (F.sum(n).alias(n),), col, (one.cast("long").alias(n),),
                        (F.lit(0).cast("long"),))
     if isinstance(fn, A.Sum):
         t = output_type(fn, schema)
-        return Partial((n,), (F.sum(c).cast(t).alias(n),), (F.sum(n).cast(t).alias(n),), col, (c.cast(t).alias(n),),
+        return Partial((n,), (F.sum(c.cast(t)),), (F.sum(n).cast(t).alias(n),), col, (c.cast(t).alias(n),),
                        (None,))
     if isinstance(fn, A.Avg):
         s, k = n + "s", n + "n"
-        return Partial((s, k), (F.sum(c).alias(s), F.count(c).alias(k)),
+        return Partial((s, k), (F.sum(c), F.count(c)),
                        (F.sum(s).alias(s), F.sum(k).alias(k)),
                        F.when(F.col(k) > 0, F.col(s).cast("double") / F.col(k)),
                        (c.alias(s), F.when(c.isNotNull(), 1).otherwise(0).cast("long").alias(k)),
@@ -210,7 +212,7 @@ def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
         item = c if isinstance(fn, A.Min) else F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v")))
         pick = F.max if isinstance(fn, (A.Max, A.Last)) else F.min
         final = col if isinstance(fn, A.Min) else col["v"]
-        return Partial((n,), (pick(item).alias(n),), (pick(n).alias(n),), final, (item.alias(n),), (None,))
+        return Partial((n,), (pick(item),), (pick(n).alias(n),), final, (item.alias(n),), (None,))
     # holistic: the values kept in an array (as the engine keeps them in a list)
     if isinstance(fn, A.CollectList):
         item = F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v"))
@@ -227,7 +229,7 @@ def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
     of_rows = F.collect_list(F.when(c.isNotNull(), item))
     if isinstance(fn, A.CountDistinct):
         of_rows = F.collect_set(c)
-    return Partial((n,), (of_rows.alias(n),), (F.flatten(F.collect_list(n)).alias(n),), final, (one.alias(n),),
+    return Partial((n,), (of_rows,), (F.flatten(F.collect_list(n)).alias(n),), final, (one.alias(n),),
                    ("array",))
 
 
@@ -356,9 +358,13 @@ class NativeStep:
         exploded = good.select(*carry)
         if isinstance(p.window, Sessions):
             return self._combine_sessions(exploded, state, wm)
+        if isinstance(p.window, Sliding):
+            if state is not None:
+                raise ValueError("sliding windows run natively on bounded input only")
+            return self._sliding(exploded)
         if self.fires:
             return self._combine_firing(exploded, state, wm, new_wm)
-        fresh = exploded.groupBy(*key, WS, WE).agg(*[c for pt in self.parts for c in pt.of_rows]) \
+        fresh = exploded.groupBy(*key, WS, WE).agg(*[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)]) \
             .withColumn(LATE_WIN, (F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE)))
         if state is None:
             return fresh.select(*self.state_columns)
@@ -370,6 +376,31 @@ class NativeStep:
         return merged.groupBy(*key, WS, WE).agg(F.bool_and(LATE_WIN).alias(LATE_WIN),
                                                 *[c for pt in self.parts for c in pt.merge]) \
             .select(*self.state_columns)
+
+    def _sliding(self, rows: DataFrame) -> DataFrame:
+        """KIP-450 windows of bounded input, with window functions over each key's records in
+        event-time order: left(r) = [r - D, r] is the RANGE frame (-D, 0) of r; right(r) =
+        [r + 1, r + 1 + D] the frame (1, D + 1), a window when it holds records. Windows are
+        identified by their bounds: one row per distinct time, and a right window that is some
+        record's left window (a record at r + 1 + D) is left to that one."""
+        p = self.p
+        d = p.window.time_difference
+        order = Window.partitionBy(*p.key).orderBy(TS)
+        frames = {"l": order.rangeBetween(-d, 0), "r": order.rangeBetween(1, d + 1)}
+        cols = {side: [e.over(f).alias(f"{n}_{side}") for pt in self.parts for n, e in zip(pt.names, pt.of_rows)]
+                for side, f in frames.items()}
+        first_of_time = F.lag(TS).over(order).isNull() | (F.lag(TS).over(order) != F.col(TS))
+        framed = rows.select(
+            *p.key, TS, first_of_time.alias("__panes_first"), *cols["l"], *cols["r"],
+            F.count(F.lit(1)).over(frames["r"]).alias("__panes_nr"),
+            F.count(F.lit(1)).over(order.rangeBetween(d + 1, d + 1)).alias("__panes_nlast"),
+        ).filter(F.col("__panes_first"))
+        names = self.partial_columns
+        left = framed.select(*p.key, (F.col(TS) - d).alias(WS), (F.col(TS) + 1).alias(WE),
+                             *[F.col(f"{n}_l").alias(n) for n in names])
+        right = framed.filter((F.col("__panes_nr") > 0) & (F.col("__panes_nlast") == 0)).select(
+            *p.key, (F.col(TS) + 1).alias(WS), (F.col(TS) + d + 2).alias(WE), *[F.col(f"{n}_r").alias(n) for n in names])
+        return left.unionByName(right).withColumn(LATE_WIN, F.lit(False)).select(*self.state_columns)
 
     def _combine_sessions(self, proto: DataFrame, state: DataFrame | None, wm: int) -> DataFrame:
         p = self.p

@@ -3,9 +3,8 @@
 - Streaming DataFrame: the stateful plan (``transformWithStateInPandas`` over hash buckets of the
   key, driving the core engine; see ``stateful.py``).
 - Bounded DataFrame: the final answer the stream converges to (every record counted, one final
-  pane per window). A native Spark aggregation when the window and the aggregates are expressible
-  natively (tumbling, hopping with any hop, global; the built-in aggregates); otherwise the core
-  engine over buckets of keys (sessions, sliding windows, user combine functions).
+  pane per window): the native step once (``native.py``: every window type, the built-in
+  aggregates); the core engine over buckets of keys for user combine functions.
 """
 
 from __future__ import annotations
@@ -101,7 +100,8 @@ def explain_plan(pipeline: Pipeline, mode: str = "stream") -> str:
     if mode == "batch":
         if native_batch_supported(pipeline):
             return ("batch: native Spark aggregation (window assignment by expressions, sessions "
-                    "merged with window functions, groupBy, native aggregate functions)")
+                    "merged and KIP-450 sliding windows framed with window functions, groupBy, "
+                    "native aggregate functions)")
         return ("batch: core engine over hash buckets of the key (" + batch_unsupported(pipeline) + ")")
     why = stream_unsupported(pipeline)
     if why is None:
@@ -320,7 +320,7 @@ def _final_answer(p: Pipeline) -> Pipeline:
 
 
 def _engine_batch(good: DataFrame, p: Pipeline, schema: ST.StructType, record_columns: list[str]) -> DataFrame:
-    """Sessions, sliding windows, user combine functions: the core engine over buckets of keys, one
+    """User combine functions: the core engine over buckets of keys, one
     Python call per bucket, with all records in one step and then the end of input."""
     import pandas as pd
 

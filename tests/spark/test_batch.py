@@ -67,14 +67,16 @@ def test_batch_equals_stream_final(spark, path):
 @pytest.mark.parametrize("window", [{"hopping": {"size": 7000, "hop": 3000, "offset": 1000}},
                                     {"hopping": {"size": 3000, "hop": 5000, "offset": 2000}},
                                     {"tumbling": {"size": 4000, "offset": 500}},
-                                    {"session": {"gap": 700}}],
-                         ids=["hop_overlap_offset", "hop_gaps", "tumbling_offset", "sessions"])
+                                    {"session": {"gap": 700}},
+                                    {"sliding": {"time_difference": 900}}],
+                         ids=["hop_overlap_offset", "hop_gaps", "tumbling_offset", "sessions", "sliding"])
 def test_native_batch_windows_equal_the_core(spark, window):
     import random
 
     rnd = random.Random(7)
     records = [{"k": rnd.choice("xyz"), "t": rnd.randint(-20_000, 60_000), "v": rnd.randint(0, 50)}
                for _ in range(300)]
+    records += [dict(r, v=r["v"] + 1) for r in records[:30]]  # ties in event time, broken by arrival
     doc = {"pipeline": {"event_time": "t", "key": "k", "window": window, "watermark": {"max_delay": 10**9},
                         "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}, "m": {"median": "v"},
                                        "f": {"first": "v"}, "l": {"collect_list": "v"}}},
