@@ -42,13 +42,19 @@ test-core: setup
 bench: setup
 	$(PY) benchmarks/bench.py --repeat 3
 	$(PY) benchmarks/bench_triggers.py
+	$(PY) benchmarks/bench.py --repeat 3 --keys 1000
+	$(PY) benchmarks/bench.py --keys 100000
 	$(PY) benchmarks/nexmark.py --repeat 3
+	$(PY) benchmarks/bench_windows.py --repeat 3
+	$(PY) benchmarks/bench_state.py
 	$(PY) benchmarks/bench_sliding.py
 
 bench-quick: setup
 	$(PY) benchmarks/bench.py --quick
 	$(PY) benchmarks/bench_triggers.py --quick
 	$(PY) benchmarks/nexmark.py --quick
+	$(PY) benchmarks/bench_windows.py --quick --repeat 1
+	$(PY) benchmarks/bench_state.py --events-per-minute 2000
 	$(PY) benchmarks/bench_sliding.py --quick
 
 clean:

@@ -97,6 +97,11 @@ def explain(spec: str) -> None:
         _fail(e)
         return
     mode = doc.get("mode", "stream")
+    forced = (doc.get("spark") or {}).get("plan", "auto") if isinstance(doc.get("spark"), dict) else "auto"
+    if mode == "stream" and forced == "stateful":
+        click.echo("stream: transformWithStateInPandas over hash buckets of the key, driving the core "
+                   "engine (spark.plan: stateful)")
+        return
     click.echo(explain_plan(ps.to_pipeline(), mode))
 
 

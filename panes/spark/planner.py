@@ -1,7 +1,8 @@
 """Compile a pipeline to a Spark plan and run it on a DataFrame.
 
-- Streaming DataFrame: the stateful plan (``transformWithStateInPandas`` over hash buckets of the
-  key, driving the core engine; see ``stateful.py``).
+- Streaming DataFrame: the native plan per micro-batch (``native.py``) when the pipeline allows it;
+  else the stateful plan (``transformWithStateInPandas`` over hash buckets of the key, driving the
+  core engine; see ``stateful.py``).
 - Bounded DataFrame: the final answer the stream converges to (every record counted, one final
   pane per window): the native step once (``native.py``: every window type, the built-in
   aggregates); the core engine over buckets of keys for user combine functions.
@@ -67,7 +68,8 @@ class WindowedResult:
     def write_stream(self, on_panes, on_dead_letters, checkpoint: str, query_name: str | None = None,
                      ordered: bool = False, **trigger):
         """Start one streaming query that hands each micro-batch's panes and dead letters to the
-        two callbacks ``f(df, batch_id)``. ``trigger`` is passed to ``DataStreamWriter.trigger``.
+        two callbacks ``f(df, batch_id)`` (the native plan calls ``on_dead_letters`` only for a
+        micro-batch that has some). ``trigger`` is passed to ``DataStreamWriter.trigger``.
         ``ordered`` (native plan): the panes carry the engine's emission order (for replays)."""
         if self.native is not None:
             stream = NativeStream(self.native, checkpoint, ordered)
