@@ -236,7 +236,7 @@ def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
 def _percentile(values: Column, p: float) -> Column:
     """The exact percentile of a sorted array, interpolated linearly as numpy (and the core) do."""
     n = F.size(values)
-    pos = (n - 1).cast("double") * F.lit(p)
+    pos = (n - 1).cast("double") * F.lit(p * 100.0 / 100.0)  # the core hands numpy p * 100 percent
     lo = F.floor(pos)
     frac = pos - lo
     a = F.element_at(values, (lo + 1).cast("int"))
@@ -346,6 +346,9 @@ class NativeStep:
             good = good.filter(expiry(p, F.col(WE)) > F.lit(wm))
         for c in numeric_string_columns(rows, p):
             good = good.withColumn(c, F.col(NUM + c))
+        for c in p.value_columns:  # the core counts NaN as no value, as it does null
+            if c in good.columns and isinstance(good.schema[c].dataType, (ST.DoubleType, ST.FloatType)):
+                good = good.withColumn(c, F.when(~F.isnan(c), F.col(c)))
         return good, dead
 
     def combine(self, good: DataFrame, state: DataFrame | None, wm: int, new_wm=None) -> DataFrame:

@@ -91,3 +91,18 @@ def test_native_batch_windows_equal_the_core(spark, window):
         got[((r["k"],), format_instant(round(r["window_start"].timestamp() * 1000)),
              format_instant(round(r["window_end"].timestamp() * 1000)))] = (r["n"], r["s"], r["m"], r["f"], r["l"])
     assert got == want
+
+
+def test_native_batch_counts_nan_as_no_value_like_the_core(spark):
+    """NaN in a float column is no value for the aggregates (as null is), as in the core."""
+    records = [{"k": "a", "t": 1000, "v": 1.5}, {"k": "a", "t": 2000, "v": float("nan")},
+               {"k": "a", "t": 3000, "v": None}]
+    doc = {"pipeline": {"event_time": "t", "key": "k", "window": {"tumbling": {"size": 10_000}},
+                        "aggregates": {"rows": {"count": "*"}, "n": {"count": "v"}, "s": {"sum": "v"},
+                                       "hi": {"max": "v"}, "med": {"median": "v"}}},
+           "timeline": [{"add": records}, {"end": True}]}
+    scenario = load_scenario(doc)
+    core = replay_core(scenario).panes
+    assert [(p["rows"], p["n"], p["s"], p["hi"], p["med"]) for p in core] == [(3, 1, 1.5, 1.5, 1.5)]
+    res = window_batch(spark.createDataFrame(records, "k STRING, t LONG, v DOUBLE"), scenario.pipeline)
+    assert [(r["rows"], r["n"], r["s"], r["hi"], r["med"]) for r in res.panes.collect()] == [(3, 1, 1.5, 1.5, 1.5)]
