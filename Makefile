@@ -39,23 +39,14 @@ test: setup
 test-core: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/core
 
+# the benchmark suite (benchmarks/suite.py, described in benchmarks/RESULTS.md): panes against plain
+# PySpark side by side; both targets write benchmarks/results/latest.json. bench: full sizes, median
+# of 3 runs (an hour or more); bench-quick: small data, one run each (under 10 minutes)
 bench: setup
-	$(PY) benchmarks/bench.py --repeat 3
-	$(PY) benchmarks/bench_triggers.py
-	$(PY) benchmarks/bench.py --repeat 3 --keys 1000
-	$(PY) benchmarks/bench.py --keys 100000
-	$(PY) benchmarks/nexmark.py --repeat 3
-	$(PY) benchmarks/bench_windows.py --repeat 3
-	$(PY) benchmarks/bench_state.py
-	$(PY) benchmarks/bench_sliding.py
+	$(PY) benchmarks/suite.py --repeat 3
 
 bench-quick: setup
-	$(PY) benchmarks/bench.py --quick
-	$(PY) benchmarks/bench_triggers.py --quick
-	$(PY) benchmarks/nexmark.py --quick
-	$(PY) benchmarks/bench_windows.py --quick --repeat 1
-	$(PY) benchmarks/bench_state.py --events-per-minute 2000
-	$(PY) benchmarks/bench_sliding.py --quick
+	$(PY) benchmarks/suite.py --quick
 
 clean:
 	rm -rf out .pytest_cache

@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from bench import command_line, log, machine, merge_figures, other_spark_jvms, wait_idle  # noqa: E402
+from common import command_line, log, machine, merge_figures, other_spark_jvms, wait_idle  # noqa: E402
 
 import panes  # noqa: E402
 from panes.core.engine import TS, Engine  # noqa: E402
@@ -443,7 +443,7 @@ def main(argv=None) -> int:
                   f"(windows per record: sliding {s['windows'] / s['records']:.2f}, "
                   f"hopping {h['windows'] / h['records']:.0f})")
     if checks:
-        print(f"correctness (sliding counts and sums = brute force over inclusive bounds, windows = KIP-450's): "
+        print("correctness (sliding counts and sums = brute force over inclusive bounds, windows = KIP-450's): "
               + ", ".join(f"D={dur_label(c['D_ms'])} {'OK' if c['ok'] else 'FAILED'}" for c in checks))
     dead = sum(row[k]["dead_letters"] for row in results for k in ("sliding", "hopping") if k in row)
     print(f"dead letters in the timed runs: {dead} (should be 0)")
