@@ -90,7 +90,7 @@ def _run_stream(spark, spec: RunSpec, pipe, dl_sink: SinkSpec, progress: bool, c
     try:
         while q.isActive:
             q.awaitTermination(1.0)
-            last = _report(q, last, counts, progress, con)
+            last = _report(q, last, counts, progress, con, checkpoint)
             if spec.timeout and (time.time() - t0) * 1000 >= spec.timeout:
                 break
         if spec.spark.available_now:
@@ -103,7 +103,7 @@ def _run_stream(spark, spec: RunSpec, pipe, dl_sink: SinkSpec, progress: bool, c
                 q = start()
                 while q.isActive:
                     q.awaitTermination(1.0)
-                    last = _report(q, last, counts, progress, con)
+                    last = _report(q, last, counts, progress, con, checkpoint)
     except KeyboardInterrupt:
         pass
     finally:
@@ -116,12 +116,27 @@ def _run_stream(spark, spec: RunSpec, pipe, dl_sink: SinkSpec, progress: bool, c
     return counts
 
 
-def _report(q, last, counts, progress, con):
+def _native_watermark(checkpoint: str) -> str | None:
+    """The native plan keeps its watermark beside its open windows (Spark's progress has none)."""
+    from .core.time import MIN_TIME, format_instant
+    from .spark.native import END_OF_INPUT, STATE_DIR
+
+    metas = sorted(Path(checkpoint, STATE_DIR).glob("v*/meta.json"), key=lambda m: int(m.parent.name[1:]))
+    try:
+        wm = json.loads(metas[-1].read_text())["watermark"] if metas else MIN_TIME
+    except (OSError, ValueError, KeyError):  # a version being replaced or cleaned up
+        return None
+    if wm <= MIN_TIME:
+        return None
+    return "end of input" if wm >= END_OF_INPUT else format_instant(wm)
+
+
+def _report(q, last, counts, progress, con, checkpoint=None):
     p = q.lastProgress
     if not p or p.get("batchId") == last:
         return last
     if progress:
-        wm = (p.get("eventTime") or {}).get("watermark", "-")
+        wm = (p.get("eventTime") or {}).get("watermark") or (checkpoint and _native_watermark(checkpoint)) or "-"
         con.print(f"batch {p['batchId']:>4}: {p.get('numInputRows', 0):>8} rows in, "
                   f"{p.get('processedRowsPerSecond', 0) or 0:>10.0f} rows/s, watermark {wm}, "
                   f"panes so far {counts['panes']}, dead letters {counts['dead_letters']}")
