@@ -198,11 +198,20 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
-def _is_java(pid: int) -> bool:
+def _kind(pid: int) -> str | None:
+    """"jvm" for the Spark JVM, "python" for a PySpark worker (``pyspark.daemon`` and the workers
+    it forks), None for anything else: the short-lived helpers the JVM spawns are skipped, since a
+    vfork()ed child reports its parent's whole RSS until it execs."""
+    proc = Path("/proc") / str(pid)
     try:
-        return (Path("/proc") / str(pid) / "comm").read_text().strip() == "java"
-    except OSError:
-        return False
+        if proc.joinpath("comm").read_text().strip() == "java":
+            threads = next((int(line.split()[1]) for line in proc.joinpath("status").read_text().splitlines()
+                            if line.startswith("Threads:")), 1)
+            return "jvm" if threads > 1 else None
+        cmd = proc.joinpath("cmdline").read_bytes()
+        return "python" if b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd else None
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class RssSampler:
@@ -210,7 +219,8 @@ class RssSampler:
     Python process started: the Spark JVM and its Python workers (``pyspark.daemon`` and the
     workers it forks). The sum of VmRSS double-counts the pages the forked workers share with
     the daemon, so the Python figure is an upper bound. The process tree is listed again every
-    second (workers come and go)."""
+    second (workers come and go); a process's kind is decided again until it is known (a fresh
+    fork has not exec'd yet)."""
 
     def __init__(self, interval: float = 0.2):
         self.interval = interval
@@ -221,18 +231,21 @@ class RssSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        me, pids, listed = os.getpid(), [], 0.0
+        me, pids, listed, kinds = os.getpid(), [], 0.0, {}
         while True:
             now = time.monotonic()
             if now - listed > 1.0:
                 pids, listed = _descendants(me), now
+                kinds = {p: k for p, k in kinds.items() if p in pids and k is not None}
             jvm = py = 0
             for pid in pids:
-                kb = _rss_kb(pid)
-                if _is_java(pid):
-                    jvm += kb
-                else:
-                    py += kb
+                kind = kinds.get(pid)
+                if kind is None and pid not in kinds:
+                    kind = kinds[pid] = _kind(pid)
+                if kind == "jvm":
+                    jvm += _rss_kb(pid)
+                elif kind == "python":
+                    py += _rss_kb(pid)
             total = jvm + py
             if self.start_total_kb is None:
                 self.start_total_kb = total
