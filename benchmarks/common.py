@@ -296,6 +296,17 @@ def data_dir(events: int, keys: int, files: int, minutes: int = 60, late: float 
     return DATA / name
 
 
+def _publish(tmp: Path, out: Path, meta: dict, what: str, t0: float) -> Path:
+    """Finish a generated data set: its _meta.json, then the directory renamed into place (so a
+    half-written set is never reused), file mtimes in order."""
+    (tmp / "_meta.json").write_text(json.dumps(meta, indent=1))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    log(f"data: wrote {what} to {out.relative_to(ROOT)} in {time.time() - t0:.1f} s")
+    set_mtimes(out)
+    return out
+
+
 def set_mtimes(path: Path) -> None:
     """Increasing modification times in name order (a copy or checkout loses them)."""
     files = sorted(path.glob("part-*.parquet"))
@@ -343,11 +354,7 @@ def generate(events: int, keys: int, files: int, minutes: int = 60, late: float 
         meta_obj = {"events": events, "keys": keys, "files": files, "minutes": minutes, "late": late,
                     "late_ms": [LATE_MIN_MS, LATE_MAX_MS], "late_records": n_late, "seed": SEED, "ts_min_ms": int(ts.min()),
                     "ts_max_ms": int(ts.max()), "amount_sum": int(amount.sum())}
-        (tmp / "_meta.json").write_text(json.dumps(meta_obj, indent=1))
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
-        log(f"data: wrote {events:,} events in {files} files to {out.relative_to(ROOT)} "
-            f"in {time.time() - t0:.1f} s")
+        return _publish(tmp, out, meta_obj, f"{events:,} events in {files} files", t0)
     set_mtimes(out)
     return out
 
@@ -437,15 +444,12 @@ def generate_nexmark(bids: int) -> Path:
             price_sum += int(g["price"].sum())
             tmin = int(g["ts_ms"][0]) if tmin is None else tmin
             tmax = int(g["ts_ms"][-1])
-        (tmp / "_meta.json").write_text(json.dumps({
+        meta_obj = {
             "requested_bids": bids, "events": int(events), "bids": total, "parts": NEXMARK_PARTS,
             "seed": SEED, "rate": NEXMARK_RATE, "ts_min_ms": tmin, "ts_max_ms": tmax,
             "event_time_s": (tmax - tmin) / 1000, "price_sum": price_sum,
-        }, indent=1))
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
-        log(f"data: wrote {total:,} bids ({events:,} events) in {NEXMARK_PARTS} files to "
-            f"{out.relative_to(ROOT)} in {time.time() - t0:.1f} s")
+        }
+        return _publish(tmp, out, meta_obj, f"{total:,} bids ({events:,} events) in {NEXMARK_PARTS} files", t0)
     set_mtimes(out)
     return out
 

@@ -69,10 +69,12 @@ def batch_unsupported(p: Pipeline) -> str | None:
     """Why a bounded pipeline cannot run on the native plan (None: it can)."""
     if not isinstance(p.window, (Tumbling, Hopping, GlobalWindows, Sessions, Sliding)):
         return f"{p.window.kind} windows"
+    return _aggregates_unsupported(p)
+
+
+def _aggregates_unsupported(p: Pipeline) -> str | None:
     bad = [a.output for a in p.aggregates if not isinstance(a.fn, _MERGEABLE)]
-    if bad:
-        return f"aggregates {bad} have no native form"
-    return None
+    return f"aggregates {bad} have no native form" if bad else None
 
 
 def _count_of(t) -> int | None:
@@ -102,10 +104,7 @@ def stream_unsupported(p: Pipeline) -> str | None:
         return f"{p.window.kind} windows need the engine"
     if p.watermark.idle_timeout is not None:
         return "the idleness timeout needs the processing-time clock"
-    bad = [a.output for a in p.aggregates if not isinstance(a.fn, _MERGEABLE)]
-    if bad:
-        return f"aggregates {bad} have no native form"
-    return None
+    return _aggregates_unsupported(p)
 
 
 # -- window assignment ------------------------------------------------------------------------------------
@@ -244,14 +243,20 @@ def _percentile(values: Column, p: float) -> Column:
     return F.when(n > 0, F.when(frac >= 0.5, b - (b - a) * (1 - frac)).otherwise(a + (b - a) * frac))
 
 
+def window_columns(p: Pipeline) -> list[Column]:
+    """The key and the reported window bounds of a pane row (none for the global window)."""
+    if isinstance(p.window, GlobalWindows):
+        bounds = [F.lit(None).cast("timestamp").alias("window_start"), F.lit(None).cast("timestamp").alias("window_end")]
+    else:
+        bounds = [F.timestamp_millis(F.col(WS)).alias("window_start"),
+                  F.timestamp_millis(p.window.report_end(F.col(WE))).alias("window_end")]
+    return [*[F.col(k) for k in p.key], *bounds]
+
+
 def pane_columns(p: Pipeline, schema: ST.StructType, finals: list[Column]) -> list[Column]:
     """The pane rows of closed windows (WS, WE, LATE_WIN and the aggregates' final values)."""
-    is_global = isinstance(p.window, GlobalWindows)
-    end = p.window.report_end(F.col(WE))
     return [
-        *[F.col(k) for k in p.key],
-        (F.lit(None).cast("timestamp") if is_global else F.timestamp_millis(F.col(WS))).alias("window_start"),
-        (F.lit(None).cast("timestamp") if is_global else F.timestamp_millis(end)).alias("window_end"),
+        *window_columns(p),
         F.when(F.col(LATE_WIN), F.lit("LATE")).otherwise(F.lit("ON_TIME")).alias("timing"),
         F.lit(0).cast("long").alias("pane_index"),
         F.lit(True).alias("is_last"),
@@ -444,10 +449,9 @@ class NativeStep:
             *[(F.first(c, ignorenulls=True) if c == LASTV else F.max(c)).alias(c) for c in self.trigger_state])
         if isinstance(new_wm, DataFrame):  # the watermark after the step, computed in the same job
             fresh = fresh.crossJoin(F.broadcast(new_wm.select(NEW_WM)))
-            wm_after = F.col(NEW_WM)
         else:
             fresh = fresh.withColumn(NEW_WM, F.lit(new_wm).cast("long"))
-            wm_after = F.col(NEW_WM)
+        wm_after = F.col(NEW_WM)
         w = fresh.select(*key, WS, WE, LATE_WIN, K, NEW_WM, *self.partial_columns,
                          F.coalesce(F.col(CNT), F.lit(0)).cast("long").alias(CNT),
                          F.coalesce(F.col(PLATE), F.lit(False)).alias(PLATE),
@@ -545,11 +549,7 @@ class NativeStep:
                 cols += [F.lit(3).alias(PHASE_COL), F.lit(0).alias(SUB_COL)]
             return due.select(*cols)
         fired = windows.filter(F.size(OUT) > 0).select(*p.key, WS, WE, F.posexplode(OUT).alias("__panes_pos", "__o"))
-        is_global = isinstance(p.window, GlobalWindows)
-        cols = [*[F.col(k) for k in p.key],
-                (F.lit(None).cast("timestamp") if is_global else F.timestamp_millis(F.col(WS))).alias("window_start"),
-                (F.lit(None).cast("timestamp") if is_global else F.timestamp_millis(p.window.report_end(F.col(WE)))).alias("window_end"),
-                F.col("__o.timing").alias("timing"), F.col("__o.pane_index").alias("pane_index"),
+        cols = [*window_columns(p), F.col("__o.timing").alias("timing"), F.col("__o.pane_index").alias("pane_index"),
                 F.col("__o.is_last").alias("is_last"), F.col("__o.retraction").alias("retraction"),
                 *[F.col(f"__o.v.{a.output}").alias(a.output) for a in p.aggregates]]
         if ordered:

@@ -11,7 +11,7 @@ from panes.core.triggers import Never
 from panes.core.windows import GlobalWindows, Sessions
 from panes.core.time import format_instant
 from panes.replay import load_scenario, replay_core
-from panes.spark.planner import native_batch_supported, window_batch
+from panes.spark.planner import window_batch
 
 pytestmark = pytest.mark.spark
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))

@@ -99,15 +99,20 @@ def _random_default_trigger_scenario(seed):
             "timeline": timeline}
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_random_default_trigger_timelines_same_on_native_plan_and_core(spark, seed):
-    scenario = load_scenario(_random_default_trigger_scenario(seed))
+def _same_on_native_plan_and_core(spark, scenario):
+    """The native plan runs the scenario, which produces panes, and prints what the core prints."""
     assert stream_unsupported(scenario.pipeline) is None
     core = replay_core(scenario)
     assert core.panes, "the scenario should produce panes"
     on_spark = replay_spark(scenario, spark=spark, plan="native")
     assert on_spark.panes == core.panes
     assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_default_trigger_timelines_same_on_native_plan_and_core(spark, seed):
+    scenario = load_scenario(_random_default_trigger_scenario(seed))
+    _same_on_native_plan_and_core(spark, scenario)
 
 
 def _random_counting_trigger_scenario(seed):
@@ -142,9 +147,4 @@ def _random_counting_trigger_scenario(seed):
 @pytest.mark.parametrize("seed", range(6))
 def test_random_counting_trigger_timelines_same_on_native_plan_and_core(spark, seed):
     scenario = load_scenario(_random_counting_trigger_scenario(seed))
-    assert stream_unsupported(scenario.pipeline) is None
-    core = replay_core(scenario)
-    assert core.panes
-    on_spark = replay_spark(scenario, spark=spark, plan="native")
-    assert on_spark.panes == core.panes
-    assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
+    _same_on_native_plan_and_core(spark, scenario)
