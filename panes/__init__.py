@@ -44,8 +44,10 @@ def window(df: Any, spec: "dict | str | Pipeline", *, buckets: int = 8, plan: st
     checkpoint)`` runs it; ``plan`` picks native Spark (``auto`` when the pipeline allows it) or
     the stateful engine (``"stateful"``: also gives ``result.panes`` as a streaming DataFrame)."""
     from .spark.planner import window_batch, window_stream
+    from .spark.session import without_call_sites
 
     p = pipeline(spec)
-    if df.isStreaming:
-        return window_stream(df, p, buckets=buckets, plan=plan)
-    return window_batch(df, p, buckets=buckets)
+    with without_call_sites():
+        if df.isStreaming:
+            return window_stream(df, p, buckets=buckets, plan=plan)
+        return window_batch(df, p, buckets=buckets)

@@ -79,12 +79,15 @@ def validation(df: DataFrame, pipeline: Pipeline, ts_ms: Column, ts_reason: Colu
     return reason, detail
 
 
-def numeric_string_columns(df: DataFrame, pipeline: Pipeline) -> list[str]:
-    """String columns that a numeric aggregate (sum, avg, percentile...) reads."""
+def numeric_string_columns(df: DataFrame | ST.StructType, pipeline: Pipeline) -> list[str]:
+    """String columns that a numeric aggregate (sum, avg, percentile...) reads (of a DataFrame or
+    of its schema)."""
+    schema = df if isinstance(df, ST.StructType) else df.schema
+    names = schema.fieldNames()
     out = []
     for a in pipeline.aggregates:
         c = a.fn.column
-        if a.fn.numeric and c in df.columns and isinstance(df.schema[c].dataType, ST.StringType) and c not in out:
+        if a.fn.numeric and c in names and isinstance(schema[c].dataType, ST.StringType) and c not in out:
             out.append(c)
     return out
 

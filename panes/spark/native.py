@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 from pyspark.sql.window import Window
@@ -42,10 +42,10 @@ from .columns import (
     CLOCK, DETAIL, INVALID, NUM, PUNCT, SEQ, SPARK_END_MS, TS, WMARK,
     numeric_string_columns, output_type,
 )
+from .session import without_call_sites
 
 WS, WE, LATE_WIN = "__panes_ws", "__panes_we", "__panes_created_late"
 OUT = "__panes_out"
-NEW_WM = "__panes_new_wm"
 PHASE_COL, SUB_COL = "__panes_phase", "__panes_sub"  # the engine's emission order (replay)
 #: per window, for after_watermark: rows added this step, the phase's count, in the late phase,
 #: elements since the last pane, the next pane index, the last pane (values, timing), a non-early
@@ -137,20 +137,20 @@ def assign(p: Pipeline, df: DataFrame) -> DataFrame:
         # Spark's own sliding window() (an Expand), aligned to the epoch + offset like panes
         win = F.window(F.timestamp_millis(ts), f"{w.size} milliseconds", f"{w.hop} milliseconds",
                        f"{w.offset} milliseconds")
-        return (df.withColumn("__panes_w", win).withColumn(WS, F.unix_millis(F.col("__panes_w.start")))
-                .withColumn(WE, F.unix_millis(F.col("__panes_w.end"))).drop("__panes_w"))
+        return (df.withColumn("__panes_w", win).withColumns(
+            {WS: F.unix_millis(F.col("__panes_w.start")), WE: F.unix_millis(F.col("__panes_w.end"))}).drop("__panes_w"))
     if isinstance(w, (Tumbling, Hopping)):  # hop >= size: at most one window per row
         period = w.size if isinstance(w, Tumbling) else w.hop
         start = ts - F.pmod(ts - F.lit(w.offset), F.lit(period))
-        out = df.withColumn(WS, start).withColumn(WE, F.col(WS) + F.lit(w.size))
+        out = df.withColumns({WS: start, WE: start + F.lit(w.size)})
         return out if period == w.size else out.filter(ts < F.col(WE))
     if isinstance(w, GlobalWindows):
-        return df.withColumn(WS, F.lit(MIN_TIME).cast("long")).withColumn(WE, F.lit(MAX_TIME).cast("long"))
+        return df.withColumns({WS: F.lit(MIN_TIME).cast("long"), WE: F.lit(MAX_TIME).cast("long")})
     if isinstance(w, Sessions):  # the proto-session [t, t + gap)
         gap = F.col(w.gap_column).cast("long") if w.gap_column else F.lit(w.gap)
-        return df.withColumn(WS, ts).withColumn(WE, ts + gap)
+        return df.withColumns({WS: ts, WE: ts + gap})
     if isinstance(w, Sliding):  # the window the record defines that holds it: [t - D, t]
-        return df.withColumn(WS, ts - F.lit(w.time_difference)).withColumn(WE, ts + F.lit(1))
+        return df.withColumns({WS: ts - F.lit(w.time_difference), WE: ts + F.lit(1)})
     raise TypeError(w)
 
 
@@ -278,6 +278,9 @@ class NativeStep:
         self.parts = [partial(i, a, schema) for i, a in enumerate(p.aggregates)]
         self.delay = 0 if p.watermark.punctuation else p.watermark.max_delay
         self.ordered = any(isinstance(a.fn, (A.First, A.CollectList)) for a in p.aggregates)
+        self.numeric_strings = numeric_string_columns(schema, p)
+        self.float_values = [c for c in dict.fromkeys(p.value_columns) if c in schema.fieldNames()
+                             and isinstance(schema[c].dataType, (ST.DoubleType, ST.FloatType))]
         t = p.trigger
         self.fires = isinstance(t, AfterWatermark)  # else Never: one pane when the window expires
         self.early_n = _count_of(t.early) if self.fires else 0
@@ -295,11 +298,10 @@ class NativeStep:
         extra = list(self.trigger_state) if self.fires else []
         return [*self.p.key, WS, WE, LATE_WIN, *self.partial_columns, *extra]
 
-    def watermark_frame(self, rows: DataFrame, wm: int) -> DataFrame:
-        """One row: the watermark after a step (NEW_WM) and the number of the step's dead letters.
-        The watermark never goes back: event time - max_delay, punctuation and explicit control
-        values, +infinity at the end of the input. The count lets an empty dead-letter output skip
-        its own scan."""
+    def watermark_metrics(self, wm: int) -> list[Column]:
+        """Aggregates over a step's prepared rows: the largest watermark value they carry
+        (``__panes_got``, ms) and the number of them that go to the dead letters
+        (``__panes_ndead``; it lets an empty dead-letter output skip its own scan)."""
         data = F.col(PUNCT).isNull() & F.col(CLOCK).isNull()
         dead = F.col(INVALID).isNotNull()
         if wm > MIN_TIME:
@@ -308,37 +310,58 @@ class NativeStep:
             late = (F.col(TS) < F.lit(wm - p.allowed_lateness)) & F.exists(
                 window_array(p, F.col(TS)), lambda w: F.lit(wm) >= expiry(p, w["e"]))
             dead = dead | late
-        got = F.col("__panes_got")
-        new = F.when(got.isNull(), F.lit(wm)).when(got >= F.lit(SPARK_END_MS), F.lit(END_OF_INPUT)) \
-            .otherwise(F.greatest(F.lit(wm), got - F.lit(self.delay)))
-        return rows.agg(F.max(F.unix_millis(F.col(WMARK))).alias("__panes_got"),
-                        F.count(F.when(data & dead, 1)).alias("__panes_ndead")) \
-            .select(new.cast("long").alias(NEW_WM), F.col("__panes_ndead"))
+        return [F.max(F.unix_millis(F.col(WMARK))).alias("__panes_got"),
+                F.count(F.when(data & dead, 1)).alias("__panes_ndead")]
 
-    def next_watermark(self, rows: DataFrame, wm: int) -> tuple[int, int]:
-        """(the watermark after a step, the number of its dead letters): ``watermark_frame``."""
-        r = self.watermark_frame(rows, wm).first()
-        return int(r[0]), int(r[1])
+    def watermark_after(self, got: int | None, wm: int) -> int:
+        """The watermark after a step whose rows carried ``got`` at most (``watermark_metrics``).
+        It never goes back: event time - max_delay, punctuation and explicit control values,
+        +infinity at the end of the input."""
+        if got is None:
+            return wm
+        if got >= SPARK_END_MS:
+            return END_OF_INPUT
+        return max(wm, got - self.delay)
 
     def split(self, rows: DataFrame, wm: int, step: int = 0) -> tuple[DataFrame, DataFrame]:
-        """(on-time rows with their windows, dead letters) of a step's prepared rows. ``step``
-        orders arrivals across steps (first, last and collect_list break event-time ties by it)."""
+        """(``on_time``, ``dead_letters``) of a step's prepared rows."""
+        return self.on_time(rows, wm, step), self.dead_letters(rows, wm)
+
+    def on_time(self, rows: DataFrame, wm: int, step: int = 0, observe: Observation | None = None) -> DataFrame:
+        """The on-time rows of a step's prepared rows, a row per (row, window). ``step`` orders
+        arrivals across steps (first, last and collect_list break event-time ties by it).
+        ``observe``: collects ``watermark_metrics`` while the rows are read (no job of its own)."""
+        p = self.p
+        if observe is not None:
+            rows = rows.observe(observe, *self.watermark_metrics(wm))
+        good = rows.filter(F.col(PUNCT).isNull() & F.col(CLOCK).isNull() & F.col(INVALID).isNull())
+        if self.ordered:
+            good = good.withColumn(SEQ, F.struct(F.lit(step).cast("long").alias("b"),
+                                                 F.monotonically_increasing_id().alias("i")))
+        good = assign(p, good)
+        if wm > MIN_TIME:
+            good = good.filter(expiry(p, F.col(WE)) > F.lit(wm))
+        # numbers read from strings; NaN counts as no value, as null does in the core
+        fixed = {c: F.col(NUM + c) for c in self.numeric_strings}
+        fixed.update({c: F.col(c) for c in self.float_values})
+        fixed = {c: F.when(~F.isnan(v), v) for c, v in fixed.items()}
+        return good.withColumns(fixed) if fixed else good
+
+    def dead_letters(self, rows: DataFrame, wm: int) -> DataFrame:
+        """The dead letters of a step's prepared rows: the malformed ones, and the late ones, each
+        once, naming the windows that expired before it came (it counts in its other windows)."""
         p = self.p
         data = rows.filter(F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
-        if self.ordered:
-            data = data.withColumn(SEQ, F.struct(F.lit(step).cast("long").alias("b"),
-                                                 F.monotonically_increasing_id().alias("i")))
         valid = F.col(INVALID).isNull()
         record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in self.record_columns]))
         if wm > MIN_TIME:
-            # a row is dead-lettered once, naming the windows that expired before it came
             missed = F.filter(window_array(p, F.col(TS)), lambda w: F.lit(wm) >= expiry(p, w["e"]))
             marked = data.withColumn(MISSED, F.when(valid, missed))
             dead = marked.filter(~valid | (F.size(MISSED) > 0))
         else:
             dead = data.filter(~valid).withColumn(MISSED, F.lit(None).cast("array<struct<s:long,e:long>>"))
         report = p.window.report_end
-        dead = dead.select(
+        return dead.select(
             F.coalesce(F.col(INVALID), F.lit("late")).alias("reason"),
             record.alias("record"),
             (F.lit(None).cast("timestamp") if wm <= MIN_TIME else F.when(valid, F.timestamp_millis(F.lit(wm)))).alias("watermark"),
@@ -346,44 +369,32 @@ class NativeStep:
                                                   F.timestamp_millis(report(w["e"])).alias("end"))).alias("windows"),
             F.when(~valid, F.col(DETAIL)).alias("detail"),
         )
-        good = assign(p, data.filter(valid))
-        if wm > MIN_TIME:
-            good = good.filter(expiry(p, F.col(WE)) > F.lit(wm))
-        for c in numeric_string_columns(rows, p):
-            good = good.withColumn(c, F.col(NUM + c))
-        for c in p.value_columns:  # the core counts NaN as no value, as it does null
-            if c in good.columns and isinstance(good.schema[c].dataType, (ST.DoubleType, ST.FloatType)):
-                good = good.withColumn(c, F.when(~F.isnan(c), F.col(c)))
-        return good, dead
 
-    def combine(self, good: DataFrame, state: DataFrame | None, wm: int, new_wm=None) -> DataFrame:
+    def combine(self, good: DataFrame, state: DataFrame | None, wm: int) -> DataFrame:
         """The windows after the step: the state's open windows merged with the on-time rows
-        (and, for after_watermark, what fired: ``OUT``, given the watermark after the step as an
-        int or as ``watermark_frame``'s one-row DataFrame)."""
+        (for after_watermark, with what the rows fired: ``OUT``; see ``watermark_moved``)."""
         p = self.p
         key = list(p.key)
         carry = list(dict.fromkeys([*key, *p.value_columns, TS, WS, WE] + ([SEQ] if self.ordered else [])))
-        exploded = good.select(*carry)
         if isinstance(p.window, Sessions):
-            return self._combine_sessions(exploded, state, wm)
+            return self._combine_sessions(good.select(*carry), state, wm)
         if isinstance(p.window, Sliding):
             if state is not None:
                 raise ValueError("sliding windows run natively on bounded input only")
-            return self._sliding(exploded)
+            return self._sliding(good.select(*carry))
         if self.fires:
-            return self._combine_firing(exploded, state, wm, new_wm)
-        fresh = exploded.groupBy(*key, WS, WE).agg(*[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)]) \
+            return self._combine_firing(good.select(*carry), state, wm)
+        fresh = good.groupBy(*key, WS, WE).agg(*[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)]) \
             .withColumn(LATE_WIN, (F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE)))
         if state is None:
             return fresh.select(*self.state_columns)
         # one grouping for the kept windows and the rows (each row as its own partial), so one
-        # shuffle: Spark combines the rows map-side before it
-        rows = exploded.select(*key, WS, WE, *[c for pt in self.parts for c in pt.one_row],
-                               ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN))
-        merged = state.select(*self.state_columns).unionByName(rows.select(*self.state_columns))
-        return merged.groupBy(*key, WS, WE).agg(F.bool_and(LATE_WIN).alias(LATE_WIN),
-                                                *[c for pt in self.parts for c in pt.merge]) \
-            .select(*self.state_columns)
+        # shuffle: Spark combines the rows map-side before it. (The columns in the state's order:
+        # each DataFrame step costs an analysis of the plan.)
+        rows = good.select(*key, WS, WE, ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN),
+                           *[c for pt in self.parts for c in pt.one_row])
+        return state.unionByName(rows).groupBy(*key, WS, WE).agg(
+            F.bool_and(LATE_WIN).alias(LATE_WIN), *[c for pt in self.parts for c in pt.merge])
 
     def _sliding(self, rows: DataFrame) -> DataFrame:
         """KIP-450 windows of bounded input, with window functions over each key's records in
@@ -413,6 +424,8 @@ class NativeStep:
     def _combine_sessions(self, proto: DataFrame, state: DataFrame | None, wm: int) -> DataFrame:
         p = self.p
         key = list(p.key)
+        if state is None and not p.window.gap_column:
+            return self._sessions_of_rows(proto, wm)
         rows = proto.select(*key, WS, WE, *[c for pt in self.parts for c in pt.one_row],
                             F.lit(None).cast("boolean").alias(LATE_WIN), F.lit(False).alias("__panes_kept"))
         if state is not None:
@@ -428,11 +441,26 @@ class NativeStep:
         return merged.withColumn(LATE_WIN, F.when(same, k["late"]).otherwise(F.lit(wm) >= F.col(WE))) \
             .select(*self.state_columns)
 
-    def _combine_firing(self, rows: DataFrame, state: DataFrame | None, wm: int, new_wm) -> DataFrame:
+    def _sessions_of_rows(self, proto: DataFrame, wm: int) -> DataFrame:
+        """Sessions of rows alone (no kept windows), fixed gap: Spark's own ``session_window``
+        (sort-based merging, faster than window functions). It merges sessions that touch, the
+        core does not: [t, t + gap) and [t + gap, ...) stay apart. So each row's session is
+        [t, t + gap - 1 us) on millisecond times (panes' event time is in ms): those overlap
+        exactly when the core's do."""
+        p = self.p
+        sw = F.session_window(F.timestamp_millis(F.col(TS)), f"{p.window.gap * 1000 - 1} microseconds")
+        return proto.groupBy(*p.key, sw.alias("__panes_sw")).agg(
+            F.min(WS).alias(WS), F.max(WE).alias(WE),
+            *[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)]) \
+            .withColumn(LATE_WIN, F.lit(wm) >= F.col(WE)).select(*self.state_columns)
+
+    def _combine_firing(self, rows: DataFrame, state: DataFrame | None, wm: int) -> DataFrame:
         """after_watermark(early: count, late: count) in the three accumulation modes, as the
-        engine runs it: the rows are added and the triggers of the windows that got some are
-        evaluated (watermark before the step), then the watermark moves and windows fire ON_TIME
-        or expire. Each window's panes of the step (retraction, pane; twice at most) go to OUT."""
+        engine runs it, first half: the rows are added and the triggers of the windows that got
+        some are evaluated (watermark before the step); their panes (retraction, pane) go to
+        OUT. The second half, what the watermark's move fires, is ``watermark_moved``: it needs
+        the watermark after the step, which the step's job itself observes, so it runs when the
+        windows are read back (for the step's panes, and as the next step's state)."""
         p = self.p
         key = list(p.key)
         # one grouping for the kept windows and the rows (each row its own partial): one shuffle
@@ -441,18 +469,13 @@ class NativeStep:
                              ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN),
                              *[F.lit(None).alias(c) for c in self.trigger_state])
         if state is not None:
-            old = state.select(*self.state_columns).withColumn(K, F.lit(0).cast("long"))
+            old = state.withColumn(K, F.lit(0).cast("long"))
             merged = old.unionByName(merged.select(*self.state_columns, K))
         fresh = merged.groupBy(*key, WS, WE).agg(
             F.bool_and(LATE_WIN).alias(LATE_WIN), F.sum(K).alias(K),
             *[c for pt in self.parts for c in pt.merge],
             *[(F.first(c, ignorenulls=True) if c == LASTV else F.max(c)).alias(c) for c in self.trigger_state])
-        if isinstance(new_wm, DataFrame):  # the watermark after the step, computed in the same job
-            fresh = fresh.crossJoin(F.broadcast(new_wm.select(NEW_WM)))
-        else:
-            fresh = fresh.withColumn(NEW_WM, F.lit(new_wm).cast("long"))
-        wm_after = F.col(NEW_WM)
-        w = fresh.select(*key, WS, WE, LATE_WIN, K, NEW_WM, *self.partial_columns,
+        w = fresh.select(*key, WS, WE, LATE_WIN, K, *self.partial_columns,
                          F.coalesce(F.col(CNT), F.lit(0)).cast("long").alias(CNT),
                          F.coalesce(F.col(PLATE), F.lit(False)).alias(PLATE),
                          F.coalesce(F.col(NEW), F.lit(0)).cast("long").alias(NEW),
@@ -462,10 +485,8 @@ class NativeStep:
                          F.coalesce(F.col(NONEARLY), F.lit(False)).alias(NONEARLY))
         end = F.col(WE)
         finite = end < F.lit(MAX_TIME)
-        discarding = p.accumulation == "discarding"
-        retracting = p.accumulation == "retracting"
         early_n, late_n = self.early_n, self.late_n
-        # 1. the rows: elements count for the trigger of the window's phase
+        # the rows: elements count for the trigger of the window's phase
         touched = F.col(K) > 0
         counts = (~F.col(PLATE) & F.lit(early_n > 0)) | (F.col(PLATE) & F.lit(late_n > 0))
         # (withColumns per stage: each DataFrame call analyses the plan so far, and a chain of one
@@ -477,27 +498,40 @@ class NativeStep:
             (~F.col(PLATE) & (reached | (F.lit(early_n > 0) & (F.col(CNT) >= F.lit(max(early_n, 1))))))
             | (F.col(PLATE) & F.lit(late_n > 0) & (F.col(CNT) >= F.lit(max(late_n, 1)))))
         w = w.withColumn("__panes_fire1", fire)
-        w = self._emit(w, "1", F.col("__panes_fire1"), reached, F.lit(False), discarding, retracting)
+        w = self._emit(w, "1", F.col("__panes_fire1"), reached, F.lit(False))
         # the firing's trigger transitions: the count restarts; the on-time firing ends the early phase
-        w = w.withColumns({PLATE: F.col(PLATE) | (F.col("__panes_fire1") & reached),
-                           CNT: F.when(F.col("__panes_fire1"), F.lit(0)).otherwise(F.col(CNT)).cast("long")})
-        # 2. the watermark moves: expiry (the last pane) or the on-time firing
-        expired = wm_after >= expiry(p, end)
-        reached2 = (finite & (wm_after >= end)) | (wm_after >= F.lit(END_OF_INPUT))
-        ontime = ~expired & ~F.col(PLATE) & finite & (wm_after >= end)
-        w = w.withColumns({"__panes_exp": expired, "__panes_fire2": expired | ontime, "__panes_ontime": ontime})
-        w = self._emit(w, "2", F.col("__panes_fire2"), reached2, F.col("__panes_exp"), discarding, retracting)
-        ontime = F.col("__panes_ontime")
-        out = F.filter(F.array(F.col("__panes_retr1"), F.col("__panes_pane1"), F.col("__panes_retr2"), F.col("__panes_pane2")),
-                       lambda x: x.isNotNull())
-        final = {PLATE: F.col(PLATE) | ontime, CNT: F.when(ontime, F.lit(0)).otherwise(F.col(CNT)).cast("long"), OUT: out}
+        fired = F.col("__panes_fire1")
+        final = {PLATE: F.col(PLATE) | (fired & reached), CNT: F.when(fired, F.lit(0)).otherwise(F.col(CNT)).cast("long"),
+                 OUT: F.filter(F.array(F.col("__panes_retr1"), F.col("__panes_pane1")), lambda x: x.isNotNull())}
         return w.select(*[final.get(c, F.col(c)).alias(c) for c in self.state_columns], final[OUT].alias(OUT))
 
-    def _emit(self, w: DataFrame, n: str, fire: Column, reached: Column, final: Column,
-              discarding: bool, retracting: bool) -> DataFrame:
+    def watermark_moved(self, windows: DataFrame, wm_after: int) -> DataFrame:
+        """The second half of an after_watermark step (``_combine_firing``): the watermark moves to
+        ``wm_after``; windows expire (their last pane) or fire ON_TIME. Their panes follow the
+        step's others in OUT."""
+        p = self.p
+        end = F.col(WE)
+        finite = end < F.lit(MAX_TIME)
+        wm2 = F.lit(wm_after)
+        expired = wm2 >= expiry(p, end)
+        reached = (finite & (wm2 >= end)) | F.lit(wm_after >= END_OF_INPUT)
+        ontime = ~expired & ~F.col(PLATE) & finite & (wm2 >= end)
+        # (the last pane is kept only to retract it)
+        last = {} if LASTV in self.trigger_state else {LASTV: F.lit(None), LASTT: F.lit(None).cast("string")}
+        w = windows.withColumns({"__panes_exp": expired, "__panes_fire2": expired | ontime, "__panes_ontime": ontime,
+                                 **last})
+        w = self._emit(w, "2", F.col("__panes_fire2"), reached, F.col("__panes_exp"))
+        ontime = F.col("__panes_ontime")
+        final = {PLATE: F.col(PLATE) | ontime, CNT: F.when(ontime, F.lit(0)).otherwise(F.col(CNT)).cast("long"),
+                 OUT: F.concat(F.col(OUT), F.filter(F.array(F.col("__panes_retr2"), F.col("__panes_pane2")),
+                                                    lambda x: x.isNotNull()))}
+        return w.select(*[final.get(c, F.col(c)).alias(c) for c in self.state_columns], final[OUT].alias(OUT))
+
+    def _emit(self, w: DataFrame, n: str, fire: Column, reached: Column, final: Column) -> DataFrame:
         """A firing (``_emit`` of the engine): the pane unless it is empty and not ON_TIME, the
         retraction of the previous pane first (retracting mode), then the bookkeeping."""
         p = self.p
+        discarding, retracting = p.accumulation == "discarding", p.accumulation == "retracting"
         timing = F.when(F.col(LATE_WIN) | F.col(NONEARLY), F.lit("LATE")).when(reached, F.lit("ON_TIME")) \
             .otherwise(F.lit("EARLY"))
         values = F.struct(*[f.cast(output_type(a.fn, self.schema)).alias(a.output)
@@ -548,7 +582,7 @@ class NativeStep:
             if ordered:
                 cols += [F.lit(3).alias(PHASE_COL), F.lit(0).alias(SUB_COL)]
             return due.select(*cols)
-        fired = windows.filter(F.size(OUT) > 0).select(*p.key, WS, WE, F.posexplode(OUT).alias("__panes_pos", "__o"))
+        fired = self.watermark_moved(windows, wm).filter(F.size(OUT) > 0).select(*p.key, WS, WE, F.posexplode(OUT).alias("__panes_pos", "__o"))
         cols = [*window_columns(p), F.col("__o.timing").alias("timing"), F.col("__o.pane_index").alias("pane_index"),
                 F.col("__o.is_last").alias("is_last"), F.col("__o.retraction").alias("retraction"),
                 *[F.col(f"__o.v.{a.output}").alias(a.output) for a in p.aggregates]]
@@ -557,6 +591,9 @@ class NativeStep:
         return fired.select(*cols)
 
     def open(self, windows: DataFrame, wm: int) -> DataFrame:
+        """The windows a step leaves open, read back with the watermark after it."""
+        if self.fires:
+            windows = self.watermark_moved(windows, wm)
         return windows.filter(expiry(self.p, F.col(WE)) > F.lit(wm)).select(*self.state_columns)
 
 
@@ -585,30 +622,34 @@ class NativeStream:
     def run(self, batch: DataFrame, batch_id: int, on_panes, on_dead_letters) -> None:
         spark = batch.sparkSession
         prior = [v for v in self._versions() if v < batch_id]
-        if prior:
-            last = self.root / f"v{prior[-1]}"
-            meta = json.loads((last / "meta.json").read_text())
-            wm = meta["watermark"]
-            state = self.step.open(self._read(spark, last / "windows"), wm)
-        else:
-            wm, state = MIN_TIME, None
-        # not persisted: each job reads only the columns it needs (measured faster than caching)
-        good, dead = self.step.split(batch, wm, batch_id)
         here = self.root / f"v{batch_id}"
         shutil.rmtree(here, ignore_errors=True)
-        # the watermark after the step, for the driver, in a job beside the main one (firings,
-        # which depend on it, compute it within the main job as well)
-        with ThreadPoolExecutor(1) as pool:
-            later = pool.submit(self.step.next_watermark, batch, wm)
-            after = self.step.watermark_frame(batch, wm) if self.step.fires else None
-            self.step.combine(good, state, wm, after).write.parquet(str(here / "windows"))
-            new_wm, n_dead = later.result()
-        written = self._read(spark, here / "windows")
+        with without_call_sites():
+            if prior:
+                last = self.root / f"v{prior[-1]}"
+                wm = json.loads((last / "meta.json").read_text())["watermark"]
+                state = self.step.open(self._read(spark, last / "windows"), wm)
+            else:
+                wm, state = MIN_TIME, None
+            # the watermark after the step and the number of dead letters are observed while the
+            # step's job reads the rows: one job, one read of the rows. Not persisted: each job
+            # reads only the columns it needs (measured faster than caching)
+            metrics = Observation()
+            good = self.step.on_time(batch, wm, batch_id, observe=metrics)
+            self.step.combine(good, state, wm).write.parquet(str(here / "windows"))
+            try:
+                m = metrics.get
+            except Py4JJavaError:  # nothing observed (an empty micro-batch: Spark prunes its read)
+                m = batch.agg(*self.step.watermark_metrics(wm)).first().asDict()
+            new_wm, n_dead = self.step.watermark_after(m["__panes_got"], wm), int(m["__panes_ndead"])
+            panes = self.step.closed(self._read(spark, here / "windows"), new_wm, self.ordered)
         # the version counts once its watermark is written: a batch run again reads the one before
         (here / "meta.json").write_text(json.dumps({"watermark": new_wm}))
         if n_dead:  # (a micro-batch without dead letters does not call the callback: no empty job)
+            with without_call_sites():
+                dead = self.step.dead_letters(batch, wm)
             on_dead_letters(dead, batch_id)
-        on_panes(self.step.closed(written, new_wm, self.ordered), batch_id)
+        on_panes(panes, batch_id)
         for v in self._versions():
             if v < batch_id - 1:
                 shutil.rmtree(self.root / f"v{v}", ignore_errors=True)

@@ -145,18 +145,16 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
         puncts.append(F.col(control_wm).cast("long"))
     if p.watermark.punctuation and punct_col in cols:
         puncts.append(_ms(df, punct_col))
-    out = df.withColumn(TS, ts)
-    for c in numeric_string_columns(df, p):
-        # numbers as numbers for the engine; the original column stays for the dead letters
-        # (a JSON number inferred as string reads as a double)
-        out = out.withColumn(NUM + c, F.col(c).try_cast("double"))
+    # (few DataFrame steps: each one costs an analysis of the plan)
     punct = (F.greatest(*puncts) if len(puncts) > 1 else puncts[0]) if puncts else F.lit(None).cast("long")
-    out = out.withColumn(PUNCT, punct)
-    reason, detail = validation(out, p, F.col(TS), ts_reason)
+    # numbers as numbers for the engine; the original column stays for the dead letters
+    # (a JSON number inferred as string reads as a double)
+    out = df.withColumns({TS: ts, PUNCT: punct,
+                          **{NUM + c: F.col(c).try_cast("double") for c in numeric_string_columns(df, p)}})
+    reason, detail = validation(df, p, F.col(TS), ts_reason)
     data_row = F.col(PUNCT).isNull() & (F.col(CLOCK).isNull() if CLOCK in cols else F.lit(True))
-    out = out.withColumn(INVALID, F.when(data_row, reason)).withColumn(DETAIL, F.when(data_row, detail))
-    if CLOCK not in cols:
-        out = out.withColumn(CLOCK, F.lit(None).cast("long"))
+    out = out.withColumns({INVALID: F.when(data_row, reason), DETAIL: F.when(data_row, detail),
+                           **({} if CLOCK in cols else {CLOCK: F.lit(None).cast("long")})})
     # the column Spark's watermark tracks: event time (max_delay rule) and punctuation values
     delay = p.watermark.max_delay
     data_wm = F.lit(None).cast("long") if p.watermark.punctuation else F.col(TS)
