@@ -323,10 +323,6 @@ class NativeStep:
             return END_OF_INPUT
         return max(wm, got - self.delay)
 
-    def split(self, rows: DataFrame, wm: int, step: int = 0) -> tuple[DataFrame, DataFrame]:
-        """(``on_time``, ``dead_letters``) of a step's prepared rows."""
-        return self.on_time(rows, wm, step), self.dead_letters(rows, wm)
-
     def on_time(self, rows: DataFrame, wm: int, step: int = 0, observe: Observation | None = None) -> DataFrame:
         """The on-time rows of a step's prepared rows, a row per (row, window). ``step`` orders
         arrivals across steps (first, last and collect_list break event-time ties by it).
@@ -577,7 +573,8 @@ class NativeStep:
         for after_watermark, what fired (``ordered``: with the engine's phase and order columns)."""
         p = self.p
         if not self.fires:
-            due = windows.filter(expiry(p, F.col(WE)) <= F.lit(wm))
+            # (at the end of the input every window is due: no filter to evaluate per row)
+            due = windows if wm >= END_OF_INPUT else windows.filter(expiry(p, F.col(WE)) <= F.lit(wm))
             cols = pane_columns(p, self.schema, [pt.final for pt in self.parts])
             if ordered:
                 cols += [F.lit(3).alias(PHASE_COL), F.lit(0).alias(SUB_COL)]

@@ -26,6 +26,7 @@ from .columns import (
     NUM, event_time_ms, numeric_string_columns, pane_schema, validation,
 )
 from .native import NativeStep, NativeStream, batch_unsupported, stream_unsupported
+from .session import without_call_sites
 from .stateful import KIND, PHASE, SUB, BucketProcessor
 
 
@@ -55,6 +56,11 @@ class WindowedResult:
         if value is None:
             raise ValueError(f"the native streaming plan has no streaming DataFrame of {what}: run it with "
                              f"write_stream(on_panes, on_dead_letters, checkpoint), or pass plan='stateful'")
+        if callable(value):  # planned when first asked for (planning costs JVM round trips)
+            with without_call_sites():
+                value = value()
+            if what == "dead letters":
+                self._dead_letters = value
         return value
 
     @property
@@ -153,14 +159,14 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
                           **{NUM + c: F.col(c).try_cast("double") for c in numeric_string_columns(df, p)}})
     reason, detail = validation(df, p, F.col(TS), ts_reason)
     data_row = F.col(PUNCT).isNull() & (F.col(CLOCK).isNull() if CLOCK in cols else F.lit(True))
-    out = out.withColumns({INVALID: F.when(data_row, reason), DETAIL: F.when(data_row, detail),
-                           **({} if CLOCK in cols else {CLOCK: F.lit(None).cast("long")})})
     # the column Spark's watermark tracks: event time (max_delay rule) and punctuation values
     delay = p.watermark.max_delay
     data_wm = F.lit(None).cast("long") if p.watermark.punctuation else F.col(TS)
     wm_ms = F.when(F.col(PUNCT).isNotNull(), F.col(PUNCT) + F.lit(0 if p.watermark.punctuation else delay)) \
-        .when(F.col(INVALID).isNull() & F.col(CLOCK).isNull(), data_wm)
-    out = out.withColumn(WMARK, F.timestamp_millis(wm_ms))
+        .when(data_row & reason.isNull(), data_wm)
+    out = out.withColumns({INVALID: F.when(data_row, reason), DETAIL: F.when(data_row, detail),
+                           **({} if CLOCK in cols else {CLOCK: F.lit(None).cast("long")}),
+                           WMARK: F.timestamp_millis(wm_ms)})
     if not buckets:
         return out  # batch native plan: no buckets
     if p.key:
@@ -296,9 +302,8 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
     if native:
         # one native step from an empty state, then the end of the input
         step = NativeStep(_final_answer(p), df.schema, record_columns)
-        good, dead = step.split(prepared, MIN_TIME)
-        panes = step.closed(step.combine(good, None, MIN_TIME), END_OF_INPUT)
-        return WindowedResult(panes, dead, None, explain_plan(p, "batch"))
+        panes = step.closed(step.combine(step.on_time(prepared, MIN_TIME), None, MIN_TIME), END_OF_INPUT)
+        return WindowedResult(panes, lambda: step.dead_letters(prepared, MIN_TIME), None, explain_plan(p, "batch"))
     invalid = prepared.filter(F.col(INVALID).isNotNull())
     dead = invalid.select(
         F.col(INVALID).alias("reason"),
