@@ -26,10 +26,11 @@ NUM = "__panes_num_"         # prefix: a numeric copy of a string column a numer
 SPARK_END_MS = 221845392000000  # 9000-01-01T00:00:00Z
 
 
-def event_time_ms(df: DataFrame, column: str) -> tuple[Column, Column]:
-    """(epoch ms or null, reason when null) for the event-time column, whatever its type:
-    timestamps, dates, integers (epoch ms) or strings (ISO-8601, or digits = epoch ms)."""
-    dtype = df.schema[column].dataType
+def event_time_ms(df: DataFrame | ST.StructType, column: str) -> tuple[Column, Column]:
+    """(epoch ms or null, reason when null) for the event-time column of a DataFrame (or of its
+    schema), whatever its type: timestamps, dates, integers (epoch ms) or strings (ISO-8601, or
+    digits = epoch ms)."""
+    dtype = (df if isinstance(df, ST.StructType) else df.schema)[column].dataType
     c = F.col(column)
     if isinstance(dtype, (ST.TimestampType, ST.TimestampNTZType)):
         ms = F.unix_millis(c.cast("timestamp"))
@@ -50,7 +51,7 @@ def event_time_ms(df: DataFrame, column: str) -> tuple[Column, Column]:
     return ms, reason
 
 
-def validation(df: DataFrame, pipeline: Pipeline, ts_ms: Column, ts_reason: Column) -> tuple[Column, Column]:
+def validation(df: DataFrame | ST.StructType, pipeline: Pipeline, ts_ms: Column, ts_reason: Column) -> tuple[Column, Column]:
     """(reason, detail) for rows that must go to the dead letters, null for good rows."""
     reason = ts_reason
     detail = F.when(ts_reason.isNotNull(), F.concat(F.lit("event_time column "), F.lit(pipeline.event_time or "")))
@@ -67,7 +68,7 @@ def validation(df: DataFrame, pipeline: Pipeline, ts_ms: Column, ts_reason: Colu
         bad = F.col(c).isNotNull() & F.col(NUM + c).isNull()
         detail = F.when(reason.isNotNull(), detail).when(bad, F.lit(f"not a number: ['{c}']"))
         reason = F.when(reason.isNotNull(), reason).when(bad, F.lit("invalid_value"))
-    if MALFORMED in df.columns:
+    if MALFORMED in (df if isinstance(df, ST.StructType) else df.schema).fieldNames():
         detail = F.when(F.col(MALFORMED).isNotNull(), F.col(MALFORMED)).otherwise(detail)
         reason = F.when(F.col(MALFORMED).isNotNull(), F.lit("malformed")).otherwise(reason)
     w = pipeline.window

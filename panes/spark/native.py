@@ -380,15 +380,14 @@ class NativeStep:
             return self._sliding(good.select(*carry))
         if self.fires:
             return self._combine_firing(good.select(*carry), state, wm)
-        fresh = good.groupBy(*key, WS, WE).agg(*[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)]) \
-            .withColumn(LATE_WIN, (F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE)))
-        if state is None:
-            return fresh.select(*self.state_columns)
+        created_late = ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN)
+        if state is None:  # (the grouping's columns come out in the state's order)
+            return good.groupBy(*key, WS, WE).agg(
+                created_late, *[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)])
         # one grouping for the kept windows and the rows (each row as its own partial), so one
         # shuffle: Spark combines the rows map-side before it. (The columns in the state's order:
         # each DataFrame step costs an analysis of the plan.)
-        rows = good.select(*key, WS, WE, ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN),
-                           *[c for pt in self.parts for c in pt.one_row])
+        rows = good.select(*key, WS, WE, created_late, *[c for pt in self.parts for c in pt.one_row])
         return state.unionByName(rows).groupBy(*key, WS, WE).agg(
             F.bool_and(LATE_WIN).alias(LATE_WIN), *[c for pt in self.parts for c in pt.merge])
 

@@ -132,11 +132,12 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
     """Add the engine's columns: event time (ms), dead-letter reason, the watermark column, the
     punctuation value, the bucket. ``control_wm`` names a column of explicit watermark steps
     (replay); ``ingestion`` is the ingestion time when there is no event_time."""
-    cols = df.columns
+    schema = df.schema  # (asked once: each DataFrame.schema is a JVM round trip)
+    cols = schema.fieldNames()
     if p.event_time:
         if p.event_time not in cols:
             raise ValueError(f"event_time: no column {p.event_time!r} in the input ({cols})")
-        ts, ts_reason = event_time_ms(df, p.event_time)
+        ts, ts_reason = event_time_ms(schema, p.event_time)
     else:
         ts, ts_reason = (ingestion if ingestion is not None else F.unix_millis(F.current_timestamp())), F.lit(None).cast("string")
     for k in p.key:
@@ -150,14 +151,14 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
     if control_wm is not None:
         puncts.append(F.col(control_wm).cast("long"))
     if p.watermark.punctuation and punct_col in cols:
-        puncts.append(_ms(df, punct_col))
+        puncts.append(_ms(schema, punct_col))
     # (few DataFrame steps: each one costs an analysis of the plan)
     punct = (F.greatest(*puncts) if len(puncts) > 1 else puncts[0]) if puncts else F.lit(None).cast("long")
     # numbers as numbers for the engine; the original column stays for the dead letters
     # (a JSON number inferred as string reads as a double)
     out = df.withColumns({TS: ts, PUNCT: punct,
-                          **{NUM + c: F.col(c).try_cast("double") for c in numeric_string_columns(df, p)}})
-    reason, detail = validation(df, p, F.col(TS), ts_reason)
+                          **{NUM + c: F.col(c).try_cast("double") for c in numeric_string_columns(schema, p)}})
+    reason, detail = validation(schema, p, F.col(TS), ts_reason)
     data_row = F.col(PUNCT).isNull() & (F.col(CLOCK).isNull() if CLOCK in cols else F.lit(True))
     # the column Spark's watermark tracks: event time (max_delay rule) and punctuation values
     delay = p.watermark.max_delay
@@ -181,7 +182,7 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
     return out
 
 
-def _ms(df: DataFrame, column: str) -> Column:
+def _ms(df: DataFrame | ST.StructType, column: str) -> Column:
     ms, _ = event_time_ms(df, column)
     return ms
 
@@ -296,12 +297,13 @@ def dead_letters_of(combined: DataFrame) -> DataFrame:
 
 def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult:
     """The final answer for bounded input: every valid record counted, one pane per window."""
-    record_columns = [c for c in df.columns if not c.startswith("__panes")]
+    schema = df.schema
+    record_columns = [c for c in schema.fieldNames() if not c.startswith("__panes")]
     native = native_batch_supported(p)
     prepared = _prepare(df, p, 0 if native else buckets, ingestion=F.unix_millis(F.current_timestamp()))
     if native:
         # one native step from an empty state, then the end of the input
-        step = NativeStep(_final_answer(p), df.schema, record_columns)
+        step = NativeStep(_final_answer(p), schema, record_columns)
         panes = step.closed(step.combine(step.on_time(prepared, MIN_TIME), None, MIN_TIME), END_OF_INPUT)
         return WindowedResult(panes, lambda: step.dead_letters(prepared, MIN_TIME), None, explain_plan(p, "batch"))
     invalid = prepared.filter(F.col(INVALID).isNotNull())
@@ -315,7 +317,7 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
     good = prepared.filter(F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
     for c in numeric_string_columns(df, p):
         good = good.withColumn(c, F.col(NUM + c))
-    panes = _engine_batch(good, p, df.schema, record_columns)
+    panes = _engine_batch(good, p, schema, record_columns)
     return WindowedResult(panes, dead, None, explain_plan(p, "batch"))
 
 
