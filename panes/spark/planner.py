@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from pyspark.sql import Column, DataFrame
@@ -41,9 +42,12 @@ class WindowedResult:
       ``plan="stateful"`` to get one, e.g. to chain further streaming operators).
     """
 
-    def __init__(self, panes: DataFrame | None, dead_letters: DataFrame | None, combined: DataFrame | None = None,
+    def __init__(self, panes: DataFrame | None, dead_letters: "DataFrame | Callable[[], DataFrame] | None",
+                 combined: DataFrame | None = None,
                  plan: str = "", pipeline: Pipeline | None = None, input_schema: ST.StructType | None = None,
                  native: NativeStep | None = None, source: DataFrame | None = None):
+        # (dead letters may come as a function: planned when first asked for, as planning costs
+        # JVM round trips)
         self._panes, self._dead_letters = panes, dead_letters
         self.combined = combined
         self.plan = plan
@@ -56,11 +60,6 @@ class WindowedResult:
         if value is None:
             raise ValueError(f"the native streaming plan has no streaming DataFrame of {what}: run it with "
                              f"write_stream(on_panes, on_dead_letters, checkpoint), or pass plan='stateful'")
-        if callable(value):  # planned when first asked for (planning costs JVM round trips)
-            with without_call_sites():
-                value = value()
-            if what == "dead letters":
-                self._dead_letters = value
         return value
 
     @property
@@ -69,6 +68,9 @@ class WindowedResult:
 
     @property
     def dead_letters(self) -> DataFrame:
+        if callable(self._dead_letters):
+            with without_call_sites():
+                self._dead_letters = self._dead_letters()
         return self._frame(self._dead_letters, "dead letters")
 
     def write_stream(self, on_panes, on_dead_letters, checkpoint: str, query_name: str | None = None,
@@ -315,7 +317,7 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
         F.col(DETAIL).alias("detail"),
     )
     good = prepared.filter(F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
-    for c in numeric_string_columns(df, p):
+    for c in numeric_string_columns(schema, p):
         good = good.withColumn(c, F.col(NUM + c))
     panes = _engine_batch(good, p, schema, record_columns)
     return WindowedResult(panes, dead, None, explain_plan(p, "batch"))
