@@ -26,8 +26,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from py4j.protocol import Py4JJavaError
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 from pyspark.sql.window import Window
@@ -55,6 +54,10 @@ K, CNT, PLATE, NEW, IDX, LASTV, LASTT, NONEARLY = (
     "__panes_lastt", "__panes_nonearly")
 _TRIGGER_STATE = (CNT, PLATE, NEW, IDX, LASTV, LASTT, NONEARLY)
 MISSED = "__panes_missed"
+#: a stream's step also reports, in the windows table it writes, the largest watermark value its
+#: rows carried (ms) and whether some of them are dead letters: every row reaches the grouping,
+#: those that count in no window in one group of their own (window bounds null)
+GOT, DEAD, NONE = "__panes_got", "__panes_dead", "__panes_none"
 STATE_DIR = "panes_native"
 
 #: aggregates whose partial results merge natively across micro-batches (user combine functions
@@ -129,8 +132,9 @@ def window_array(p: Pipeline, ts: Column) -> Column:
     raise TypeError(w)
 
 
-def assign(p: Pipeline, df: DataFrame) -> DataFrame:
-    """Rows with their windows, a row per (row, window), bounds in WS / WE (ms, half-open)."""
+def assign(p: Pipeline, df: DataFrame, keep_all: bool = False) -> DataFrame:
+    """Rows with their windows, a row per (row, window), bounds in WS / WE (ms, half-open).
+    A row in a hopping gap has no window: dropped, or kept with null bounds (``keep_all``)."""
     w = p.window
     ts = F.col(TS)
     if isinstance(w, Hopping) and w.hop < w.size:
@@ -142,8 +146,12 @@ def assign(p: Pipeline, df: DataFrame) -> DataFrame:
     if isinstance(w, (Tumbling, Hopping)):  # hop >= size: at most one window per row
         period = w.size if isinstance(w, Tumbling) else w.hop
         start = ts - F.pmod(ts - F.lit(w.offset), F.lit(period))
-        out = df.withColumns({WS: start, WE: start + F.lit(w.size)})
-        return out if period == w.size else out.filter(ts < F.col(WE))
+        if period == w.size:
+            return df.withColumns({WS: start, WE: start + F.lit(w.size)})
+        if keep_all:
+            inside = ts < start + F.lit(w.size)
+            return df.withColumns({WS: F.when(inside, start), WE: F.when(inside, start + F.lit(w.size))})
+        return df.withColumns({WS: start, WE: start + F.lit(w.size)}).filter(ts < F.col(WE))
     if isinstance(w, GlobalWindows):
         return df.withColumns({WS: F.lit(MIN_TIME).cast("long"), WE: F.lit(MAX_TIME).cast("long")})
     if isinstance(w, Sessions):  # the proto-session [t, t + gap)
@@ -298,44 +306,47 @@ class NativeStep:
         extra = list(self.trigger_state) if self.fires else []
         return [*self.p.key, WS, WE, LATE_WIN, *self.partial_columns, *extra]
 
-    def watermark_metrics(self, wm: int) -> list[Column]:
-        """Aggregates over a step's prepared rows: the largest watermark value they carry
-        (``__panes_got``, ms) and the number of them that go to the dead letters
-        (``__panes_ndead``; it lets an empty dead-letter output skip its own scan)."""
-        data = F.col(PUNCT).isNull() & F.col(CLOCK).isNull()
-        dead = F.col(INVALID).isNotNull()
-        if wm > MIN_TIME:
-            p = self.p
-            # a window's end is after the row's time: only rows before wm - lateness can be late
-            late = (F.col(TS) < F.lit(wm - p.allowed_lateness)) & F.exists(
-                window_array(p, F.col(TS)), lambda w: F.lit(wm) >= expiry(p, w["e"]))
-            dead = dead | late
-        return [F.max(F.unix_millis(F.col(WMARK))).alias("__panes_got"),
-                F.count(F.when(data & dead, 1)).alias("__panes_ndead")]
-
     def watermark_after(self, got: int | None, wm: int) -> int:
-        """The watermark after a step whose rows carried ``got`` at most (``watermark_metrics``).
-        It never goes back: event time - max_delay, punctuation and explicit control values,
-        +infinity at the end of the input."""
+        """The watermark after a step whose rows carried ``got`` at most (``GOT``). It never goes
+        back: event time - max_delay, punctuation and explicit control values, +infinity at the
+        end of the input."""
         if got is None:
             return wm
         if got >= SPARK_END_MS:
             return END_OF_INPUT
         return max(wm, got - self.delay)
 
-    def on_time(self, rows: DataFrame, wm: int, step: int = 0, observe: Observation | None = None) -> DataFrame:
+    def on_time(self, rows: DataFrame, wm: int, step: int = 0, metrics: bool = False) -> DataFrame:
         """The on-time rows of a step's prepared rows, a row per (row, window). ``step`` orders
         arrivals across steps (first, last and collect_list break event-time ties by it).
-        ``observe``: collects ``watermark_metrics`` while the rows are read (no job of its own)."""
+        ``metrics`` (a stream's step): every row stays, with ``GOT`` (its watermark value) and
+        ``DEAD`` (1: a dead letter, malformed or late in that window); a row that counts in no
+        window has null key and window bounds, so that the grouping collects the step's watermark
+        and dead-letter flag in one more group, in the same pass over the rows (``combine``)."""
         p = self.p
-        if observe is not None:
-            rows = rows.observe(observe, *self.watermark_metrics(wm))
-        good = rows.filter(F.col(PUNCT).isNull() & F.col(CLOCK).isNull() & F.col(INVALID).isNull())
+        ok = F.col(PUNCT).isNull() & F.col(CLOCK).isNull() & F.col(INVALID).isNull()
+        if not metrics:
+            good = rows.filter(ok)
+        else:
+            data = F.col(PUNCT).isNull() & F.col(CLOCK).isNull()
+            # (a row without event time is assigned at 0: Spark's window() drops null times)
+            good = rows.withColumns({GOT: F.unix_millis(F.col(WMARK)), "__panes_ok": ok,
+                                     "__panes_bad": data & F.col(INVALID).isNotNull(),
+                                     TS: F.coalesce(F.col(TS), F.lit(0).cast("long"))})
         if self.ordered:
             good = good.withColumn(SEQ, F.struct(F.lit(step).cast("long").alias("b"),
                                                  F.monotonically_increasing_id().alias("i")))
-        good = assign(p, good)
-        if wm > MIN_TIME:
+        good = assign(p, good, keep_all=metrics)
+        if metrics:
+            late = F.col("__panes_ok") & F.col(WE).isNotNull() & (expiry(p, F.col(WE)) <= F.lit(wm)) \
+                if wm > MIN_TIME else F.lit(False)
+            keep = F.col("__panes_ok") & F.col(WE).isNotNull()
+            if wm > MIN_TIME:
+                keep = keep & (expiry(p, F.col(WE)) > F.lit(wm))
+            good = good.withColumns({
+                **{k: F.when(keep, F.col(k)) for k in [*p.key, WS, WE]},
+                DEAD: F.when(F.col("__panes_bad") | late, 1).otherwise(0)})
+        elif wm > MIN_TIME:
             good = good.filter(expiry(p, F.col(WE)) > F.lit(wm))
         # numbers read from strings; NaN counts as no value, as null does in the core
         fixed = {c: F.col(NUM + c) for c in self.numeric_strings}
@@ -366,30 +377,35 @@ class NativeStep:
             F.when(~valid, F.col(DETAIL)).alias("detail"),
         )
 
-    def combine(self, good: DataFrame, state: DataFrame | None, wm: int) -> DataFrame:
+    def combine(self, good: DataFrame, state: DataFrame | None, wm: int, metrics: bool = False) -> DataFrame:
         """The windows after the step: the state's open windows merged with the on-time rows
-        (for after_watermark, with what the rows fired: ``OUT``; see ``watermark_moved``)."""
+        (for after_watermark, with what the rows fired: ``OUT``; see ``watermark_moved``).
+        ``metrics``: ``good`` is ``on_time(..., metrics=True)``; each window also has ``GOT`` and
+        ``DEAD`` of its rows, and one more group (null bounds) those of the rows in no window."""
         p = self.p
         key = list(p.key)
-        carry = list(dict.fromkeys([*key, *p.value_columns, TS, WS, WE] + ([SEQ] if self.ordered else [])))
+        mcols = [GOT, DEAD] if metrics else []
+        carry = list(dict.fromkeys([*key, *p.value_columns, TS, WS, WE] + ([SEQ] if self.ordered else []) + mcols))
         if isinstance(p.window, Sessions):
-            return self._combine_sessions(good.select(*carry), state, wm)
+            return self._combine_sessions(good.select(*carry), state, wm, mcols)
         if isinstance(p.window, Sliding):
-            if state is not None:
+            if state is not None or metrics:
                 raise ValueError("sliding windows run natively on bounded input only")
             return self._sliding(good.select(*carry))
         if self.fires:
-            return self._combine_firing(good.select(*carry), state, wm)
+            return self._combine_firing(good.select(*carry), state, wm, mcols)
         created_late = ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN)
+        merge_metrics = [F.max(c).alias(c) for c in mcols]
         if state is None:  # (the grouping's columns come out in the state's order)
             return good.groupBy(*key, WS, WE).agg(
-                created_late, *[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)])
+                created_late, *[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)],
+                *merge_metrics)
         # one grouping for the kept windows and the rows (each row as its own partial), so one
         # shuffle: Spark combines the rows map-side before it. (The columns in the state's order:
         # each DataFrame step costs an analysis of the plan.)
-        rows = good.select(*key, WS, WE, created_late, *[c for pt in self.parts for c in pt.one_row])
+        rows = good.select(*key, WS, WE, created_late, *[c for pt in self.parts for c in pt.one_row], *mcols)
         return state.unionByName(rows).groupBy(*key, WS, WE).agg(
-            F.bool_and(LATE_WIN).alias(LATE_WIN), *[c for pt in self.parts for c in pt.merge])
+            F.bool_and(LATE_WIN).alias(LATE_WIN), *[c for pt in self.parts for c in pt.merge], *merge_metrics)
 
     def _sliding(self, rows: DataFrame) -> DataFrame:
         """KIP-450 windows of bounded input, with window functions over each key's records in
@@ -416,27 +432,31 @@ class NativeStep:
             *p.key, (F.col(TS) + 1).alias(WS), (F.col(TS) + d + 2).alias(WE), *[F.col(f"{n}_r").alias(n) for n in names])
         return left.unionByName(right).withColumn(LATE_WIN, F.lit(False)).select(*self.state_columns)
 
-    def _combine_sessions(self, proto: DataFrame, state: DataFrame | None, wm: int) -> DataFrame:
+    def _combine_sessions(self, proto: DataFrame, state: DataFrame | None, wm: int, mcols: list[str]) -> DataFrame:
         p = self.p
-        key = list(p.key)
+        # (rows in no window, ``metrics``: a group of their own, not merged with any session)
+        key = [*p.key, *([F.col(WS).isNull().alias(NONE)] if mcols else [])]
         if state is None and not p.window.gap_column:
-            return self._sessions_of_rows(proto, wm)
-        rows = proto.select(*key, WS, WE, *[c for pt in self.parts for c in pt.one_row],
-                            F.lit(None).cast("boolean").alias(LATE_WIN), F.lit(False).alias("__panes_kept"))
+            return self._sessions_of_rows(proto, wm, key, mcols)
+        rows = proto.select(*p.key, WS, WE, *[c for pt in self.parts for c in pt.one_row],
+                            F.lit(None).cast("boolean").alias(LATE_WIN), F.lit(False).alias("__panes_kept"), *mcols)
         if state is not None:
-            rows = state.select(*self.state_columns, F.lit(True).alias("__panes_kept")).unionByName(rows)
+            rows = state.select(*self.state_columns, F.lit(True).alias("__panes_kept"),
+                                *[F.lit(None).cast(t).alias(c) for c, t in zip(mcols, ("long", "int"))]).unionByName(rows)
+        if mcols:
+            rows, key = rows.withColumn(NONE, key[-1]), [*p.key, NONE]
         numbered = islands(rows, key, WS, WE, "__panes_island")
         kept = F.max(F.when(F.col("__panes_kept"), F.struct(F.col(WE).alias("e"), F.col(WS).alias("s"),
                                                             F.col(LATE_WIN).alias("late"))))
         merged = numbered.groupBy(*key, "__panes_island").agg(
             F.min(WS).alias(WS), F.max(WE).alias(WE), kept.alias("__panes_k"),
-            *[c for pt in self.parts for c in pt.merge])
+            *[c for pt in self.parts for c in pt.merge], *[F.max(c).alias(c) for c in mcols])
         k = F.col("__panes_k")
         same = k.isNotNull() & (k["s"] == F.col(WS)) & (k["e"] == F.col(WE))
         return merged.withColumn(LATE_WIN, F.when(same, k["late"]).otherwise(F.lit(wm) >= F.col(WE))) \
-            .select(*self.state_columns)
+            .select(*self.state_columns, *mcols)
 
-    def _sessions_of_rows(self, proto: DataFrame, wm: int) -> DataFrame:
+    def _sessions_of_rows(self, proto: DataFrame, wm: int, key: list | None = None, mcols: list[str] = ()) -> DataFrame:
         """Sessions of rows alone (no kept windows), fixed gap: Spark's own ``session_window``
         (sort-based merging, faster than window functions). It merges sessions that touch, the
         core does not: [t, t + gap) and [t + gap, ...) stay apart. So each row's session is
@@ -444,17 +464,18 @@ class NativeStep:
         exactly when the core's do."""
         p = self.p
         sw = F.session_window(F.timestamp_millis(F.col(TS)), f"{p.window.gap * 1000 - 1} microseconds")
-        return proto.groupBy(*p.key, sw.alias("__panes_sw")).agg(
+        return proto.groupBy(*(p.key if key is None else key), sw.alias("__panes_sw")).agg(
             F.min(WS).alias(WS), F.max(WE).alias(WE),
-            *[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)]) \
-            .withColumn(LATE_WIN, F.lit(wm) >= F.col(WE)).select(*self.state_columns)
+            *[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)],
+            *[F.max(c).alias(c) for c in mcols]) \
+            .withColumn(LATE_WIN, F.lit(wm) >= F.col(WE)).select(*self.state_columns, *mcols)
 
-    def _combine_firing(self, rows: DataFrame, state: DataFrame | None, wm: int) -> DataFrame:
+    def _combine_firing(self, rows: DataFrame, state: DataFrame | None, wm: int, mcols: list[str]) -> DataFrame:
         """after_watermark(early: count, late: count) in the three accumulation modes, as the
         engine runs it, first half: the rows are added and the triggers of the windows that got
         some are evaluated (watermark before the step); their panes (retraction, pane) go to
         OUT. The second half, what the watermark's move fires, is ``watermark_moved``: it needs
-        the watermark after the step, which the step's job itself observes, so it runs when the
+        the watermark after the step, which the step's job itself collects (``GOT``), so it runs when the
         windows are read back (for the step's panes, and as the next step's state)."""
         p = self.p
         key = list(p.key)
@@ -462,15 +483,16 @@ class NativeStep:
         merged = rows.select(*key, WS, WE, *[c for pt in self.parts for c in pt.one_row],
                              F.lit(1).cast("long").alias(K),
                              ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN),
-                             *[F.lit(None).alias(c) for c in self.trigger_state])
+                             *[F.lit(None).alias(c) for c in self.trigger_state], *mcols)
         if state is not None:
             old = state.withColumn(K, F.lit(0).cast("long"))
-            merged = old.unionByName(merged.select(*self.state_columns, K))
+            merged = old.unionByName(merged.select(*self.state_columns, K, *mcols))
         fresh = merged.groupBy(*key, WS, WE).agg(
             F.bool_and(LATE_WIN).alias(LATE_WIN), F.sum(K).alias(K),
             *[c for pt in self.parts for c in pt.merge],
-            *[(F.first(c, ignorenulls=True) if c == LASTV else F.max(c)).alias(c) for c in self.trigger_state])
-        w = fresh.select(*key, WS, WE, LATE_WIN, K, *self.partial_columns,
+            *[(F.first(c, ignorenulls=True) if c == LASTV else F.max(c)).alias(c) for c in self.trigger_state],
+            *[F.max(c).alias(c) for c in mcols])
+        w = fresh.select(*key, WS, WE, LATE_WIN, K, *self.partial_columns, *mcols,
                          F.coalesce(F.col(CNT), F.lit(0)).cast("long").alias(CNT),
                          F.coalesce(F.col(PLATE), F.lit(False)).alias(PLATE),
                          F.coalesce(F.col(NEW), F.lit(0)).cast("long").alias(NEW),
@@ -498,7 +520,7 @@ class NativeStep:
         fired = F.col("__panes_fire1")
         final = {PLATE: F.col(PLATE) | (fired & reached), CNT: F.when(fired, F.lit(0)).otherwise(F.col(CNT)).cast("long"),
                  OUT: F.filter(F.array(F.col("__panes_retr1"), F.col("__panes_pane1")), lambda x: x.isNotNull())}
-        return w.select(*[final.get(c, F.col(c)).alias(c) for c in self.state_columns], final[OUT].alias(OUT))
+        return w.select(*[final.get(c, F.col(c)).alias(c) for c in self.state_columns], final[OUT].alias(OUT), *mcols)
 
     def watermark_moved(self, windows: DataFrame, wm_after: int) -> DataFrame:
         """The second half of an after_watermark step (``_combine_firing``): the watermark moves to
@@ -586,11 +608,13 @@ class NativeStep:
             cols += [F.col("__o.phase").alias(PHASE_COL), F.col("__panes_pos").alias(SUB_COL)]
         return fired.select(*cols)
 
-    def open(self, windows: DataFrame, wm: int) -> DataFrame:
-        """The windows a step leaves open, read back with the watermark after it."""
+    def open(self, windows: DataFrame, wm: int, metrics: bool = False) -> DataFrame:
+        """The windows a step leaves open, read back with the watermark after it (``metrics``:
+        with null ``GOT`` and ``DEAD``, to merge with ``on_time(..., metrics=True)``)."""
         if self.fires:
             windows = self.watermark_moved(windows, wm)
-        return windows.filter(expiry(self.p, F.col(WE)) > F.lit(wm)).select(*self.state_columns)
+        extra = [F.lit(None).cast("long").alias(GOT), F.lit(None).cast("int").alias(DEAD)] if metrics else []
+        return windows.filter(expiry(self.p, F.col(WE)) > F.lit(wm)).select(*self.state_columns, *extra)
 
 
 # -- streaming: a step per micro-batch ----------------------------------------------------------------------
@@ -607,13 +631,39 @@ class NativeStream:
         self.root.mkdir(parents=True, exist_ok=True)
 
     def _read(self, spark, path: Path) -> DataFrame:
-        """The windows table (its schema kept from the first read: no footer-reading job after)."""
+        """The windows table (its schema kept from the first read: no footer-reading job after),
+        without the group of rows in no window (null bounds)."""
         if getattr(self, "_schema", None) is None:
             self._schema = spark.read.parquet(str(path)).schema
-        return spark.read.schema(self._schema).parquet(str(path))
+        return spark.read.schema(self._schema).parquet(str(path)).filter(F.col(WE).isNotNull())
 
     def _versions(self) -> list[int]:
         return sorted(int(d.name[1:]) for d in self.root.glob("v*") if (d / "meta.json").exists())
+
+    @staticmethod
+    def _metrics(spark, path: Path) -> tuple[int | None, int]:
+        """The step's largest watermark value and dead-letter flag (``GOT``, ``DEAD``), the
+        maxima of two columns of the windows table it wrote: read from the Parquet footers'
+        statistics (no Spark job); a Spark aggregate over the table if a file has none."""
+        import pyarrow.parquet as pq
+
+        best: dict[str, int | None] = {GOT: None, DEAD: None}
+        try:
+            for f in path.glob("*.parquet"):
+                md = pq.read_metadata(f)
+                names = md.schema.names
+                for r in range(md.num_row_groups):
+                    g = md.row_group(r)
+                    for c in best:
+                        st = g.column(names.index(c)).statistics
+                        if st is None or not st.has_null_count or (not st.has_min_max and st.null_count != g.num_rows):
+                            raise LookupError(c)
+                        if st.has_min_max:
+                            best[c] = st.max if best[c] is None else max(best[c], st.max)
+        except (LookupError, ValueError, OSError):
+            row = spark.read.parquet(str(path)).agg(F.max(GOT).alias(GOT), F.max(DEAD).alias(DEAD)).first()
+            best = {GOT: row[GOT], DEAD: row[DEAD]}
+        return best[GOT], int(best[DEAD] or 0)
 
     def run(self, batch: DataFrame, batch_id: int, on_panes, on_dead_letters) -> None:
         spark = batch.sparkSession
@@ -624,27 +674,24 @@ class NativeStream:
             if prior:
                 last = self.root / f"v{prior[-1]}"
                 wm = json.loads((last / "meta.json").read_text())["watermark"]
-                state = self.step.open(self._read(spark, last / "windows"), wm)
+                state = self.step.open(self._read(spark, last / "windows"), wm, metrics=True)
             else:
                 wm, state = MIN_TIME, None
-            # the watermark after the step and the number of dead letters are observed while the
-            # step's job reads the rows: one job, one read of the rows. Not persisted: each job
-            # reads only the columns it needs (measured faster than caching)
-            metrics = Observation()
-            good = self.step.on_time(batch, wm, batch_id, observe=metrics)
-            self.step.combine(good, state, wm).write.parquet(str(here / "windows"))
-            try:
-                m = metrics.get
-            except Py4JJavaError:  # nothing observed (an empty micro-batch: Spark prunes its read)
-                m = batch.agg(*self.step.watermark_metrics(wm)).first().asDict()
-            new_wm, n_dead = self.step.watermark_after(m["__panes_got"], wm), int(m["__panes_ndead"])
+            # one job, one pass over the rows: the windows table it writes also holds the step's
+            # largest watermark value and whether it has dead letters (``on_time(metrics=True)``).
+            # The rows are not persisted: each job reads only the columns it needs (measured
+            # faster than caching)
+            good = self.step.on_time(batch, wm, batch_id, metrics=True)
+            self.step.combine(good, state, wm, metrics=True).write.parquet(str(here / "windows"))
+            got, dead = self._metrics(spark, here / "windows")
+            new_wm = self.step.watermark_after(got, wm)
             panes = self.step.closed(self._read(spark, here / "windows"), new_wm, self.ordered)
         # the version counts once its watermark is written: a batch run again reads the one before
         (here / "meta.json").write_text(json.dumps({"watermark": new_wm}))
-        if n_dead:  # (a micro-batch without dead letters does not call the callback: no empty job)
+        if dead:  # (a micro-batch without dead letters does not call the callback: no empty job)
             with without_call_sites():
-                dead = self.step.dead_letters(batch, wm)
-            on_dead_letters(dead, batch_id)
+                dead_letters = self.step.dead_letters(batch, wm)
+            on_dead_letters(dead_letters, batch_id)
         on_panes(panes, batch_id)
         for v in self._versions():
             if v < batch_id - 1:
