@@ -167,16 +167,6 @@ def expiry(p: Pipeline, end: Column) -> Column:
     return F.when(end >= F.lit(MAX_TIME), F.lit(END_OF_INPUT)).otherwise(end + F.lit(p.allowed_lateness))
 
 
-def islands(df: DataFrame, key: list[str], start: str, end: str, out: str) -> DataFrame:
-    """Number the merged sessions of each key: intervals [start, end) sorted by start merge while
-    they overlap (touching intervals do not), as the core merges sessions."""
-    order = Window.partitionBy(*key).orderBy(start, end)
-    before = order.rowsBetween(Window.unboundedPreceding, -1)
-    reach = F.max(F.col(end)).over(before)
-    new = F.when(reach.isNull() | (F.col(start) >= reach), 1).otherwise(0)
-    return df.withColumn(out, F.sum(new).over(order.rowsBetween(Window.unboundedPreceding, 0)))
-
-
 # -- partial aggregates -------------------------------------------------------------------------------------
 
 
@@ -433,6 +423,11 @@ class NativeStep:
         return left.unionByName(right).withColumn(LATE_WIN, F.lit(False)).select(*self.state_columns)
 
     def _combine_sessions(self, proto: DataFrame, state: DataFrame | None, wm: int, mcols: list[str]) -> DataFrame:
+        """Sessions after the step: the kept sessions and the rows' proto-sessions, merged per key
+        while they overlap (touching ones stay apart, as in the core) by Spark's own
+        ``session_window`` with a gap per row: each interval [s, e) is the session of a row at s
+        with the gap e - s - 1 us (see ``_sessions_of_rows``). A kept session that comes out
+        unchanged keeps its created-late flag."""
         p = self.p
         # (rows in no window, ``metrics``: a group of their own, not merged with any session)
         key = [*p.key, *([F.col(WS).isNull().alias(NONE)] if mcols else [])]
@@ -443,12 +438,17 @@ class NativeStep:
         if state is not None:
             rows = state.select(*self.state_columns, F.lit(True).alias("__panes_kept"),
                                 *[F.lit(None).cast(t).alias(c) for c, t in zip(mcols, ("long", "int"))]).unionByName(rows)
-        if mcols:
-            rows, key = rows.withColumn(NONE, key[-1]), [*p.key, NONE]
-        numbered = islands(rows, key, WS, WE, "__panes_island")
+
+        def gap(ms: Column) -> Column:  # ms - 1 us, as the calendar interval session_window takes
+            return F.make_interval(secs=((ms * 1000 - 1).cast("decimal(18,0)") / F.lit(1_000_000)).cast("decimal(18,6)"))
+
+        length = gap(F.coalesce(F.col(WE) - F.col(WS), F.lit(1)))
+        if not p.window.gap_column:  # the rows' proto-sessions all have the gap's length
+            length = F.when(F.col("__panes_kept"), length).otherwise(gap(F.lit(p.window.gap)))
+        sw = F.session_window(F.timestamp_millis(F.coalesce(F.col(WS), F.lit(0))), length)
         kept = F.max(F.when(F.col("__panes_kept"), F.struct(F.col(WE).alias("e"), F.col(WS).alias("s"),
                                                             F.col(LATE_WIN).alias("late"))))
-        merged = numbered.groupBy(*key, "__panes_island").agg(
+        merged = rows.groupBy(*key, sw.alias("__panes_sw")).agg(
             F.min(WS).alias(WS), F.max(WE).alias(WE), kept.alias("__panes_k"),
             *[c for pt in self.parts for c in pt.merge], *[F.max(c).alias(c) for c in mcols])
         k = F.col("__panes_k")

@@ -115,6 +115,41 @@ def test_random_default_trigger_timelines_same_on_native_plan_and_core(spark, se
     _same_on_native_plan_and_core(spark, scenario)
 
 
+def _random_session_scenario(seed):
+    """Sessions under the default trigger, merging across micro-batches: rows that bridge kept
+    sessions, touching sessions (kept apart), late rows, a fixed gap or a gap per record."""
+    import random
+
+    rnd = random.Random(300 + seed)
+    per_record = seed % 2 == 1
+    timeline = []
+    for _ in range(8):
+        recs = []
+        for _ in range(rnd.randint(1, 6)):
+            r = {"k": rnd.choice("ab"), "t": rnd.choice([rnd.randint(0, 20_000), 1000 * rnd.randint(0, 20)]),
+                 "v": rnd.choice([None, *range(5)])}
+            if per_record:
+                r["g"] = rnd.choice([500, 1000, 3000])
+            recs.append(r)
+        timeline.append({"add": recs})
+        if rnd.random() < 0.3:
+            timeline.append({"watermark": rnd.randint(0, 15_000)})
+    timeline.append({"end": True})
+    window = {"session": {"gap_column": "g"}} if per_record else {"session": {"gap": 1000}}
+    return {"pipeline": {"event_time": "t", "key": [] if seed == 2 else "k", "window": window,
+                         "watermark": {"max_delay": rnd.choice([0, 2000])},
+                         "allowed_lateness": rnd.choice([0, 3000]),
+                         "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}, "f": {"first": "v"},
+                                        "vals": {"collect_list": "v"}}},
+            "timeline": timeline}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_session_timelines_same_on_native_plan_and_core(spark, seed):
+    scenario = load_scenario(_random_session_scenario(seed))
+    _same_on_native_plan_and_core(spark, scenario)
+
+
 def _random_counting_trigger_scenario(seed):
     """after_watermark with early / late firings by count, in the three accumulation modes: what
     the native plan runs besides the default trigger (EARLY, ON_TIME, LATE panes, retractions,
