@@ -132,33 +132,36 @@ def window_array(p: Pipeline, ts: Column) -> Column:
     raise TypeError(w)
 
 
-def assign(p: Pipeline, df: DataFrame, keep_all: bool = False) -> DataFrame:
+def assign(p: Pipeline, df: DataFrame, keep_all: bool = False, extra: dict | None = None) -> DataFrame:
     """Rows with their windows, a row per (row, window), bounds in WS / WE (ms, half-open).
-    A row in a hopping gap has no window: dropped, or kept with null bounds (``keep_all``)."""
+    A row in a hopping gap has no window: dropped, or kept with null bounds (``keep_all``).
+    ``extra``: more columns added in the same step (each DataFrame step costs an analysis)."""
     w = p.window
     ts = F.col(TS)
+    extra = extra or {}
     if isinstance(w, Hopping) and w.hop < w.size:
         # Spark's own sliding window() (an Expand), aligned to the epoch + offset like panes
         win = F.window(F.timestamp_millis(ts), f"{w.size} milliseconds", f"{w.hop} milliseconds",
                        f"{w.offset} milliseconds")
         return (df.withColumn("__panes_w", win).withColumns(
-            {WS: F.unix_millis(F.col("__panes_w.start")), WE: F.unix_millis(F.col("__panes_w.end"))}).drop("__panes_w"))
+            {WS: F.unix_millis(F.col("__panes_w.start")), WE: F.unix_millis(F.col("__panes_w.end")), **extra})
+            .drop("__panes_w"))
     if isinstance(w, (Tumbling, Hopping)):  # hop >= size: at most one window per row
         period = w.size if isinstance(w, Tumbling) else w.hop
         start = ts - F.pmod(ts - F.lit(w.offset), F.lit(period))
         if period == w.size:
-            return df.withColumns({WS: start, WE: start + F.lit(w.size)})
+            return df.withColumns({WS: start, WE: start + F.lit(w.size), **extra})
         if keep_all:
             inside = ts < start + F.lit(w.size)
-            return df.withColumns({WS: F.when(inside, start), WE: F.when(inside, start + F.lit(w.size))})
-        return df.withColumns({WS: start, WE: start + F.lit(w.size)}).filter(ts < F.col(WE))
+            return df.withColumns({WS: F.when(inside, start), WE: F.when(inside, start + F.lit(w.size)), **extra})
+        return df.withColumns({WS: start, WE: start + F.lit(w.size), **extra}).filter(ts < F.col(WE))
     if isinstance(w, GlobalWindows):
-        return df.withColumns({WS: F.lit(MIN_TIME).cast("long"), WE: F.lit(MAX_TIME).cast("long")})
+        return df.withColumns({WS: F.lit(MIN_TIME).cast("long"), WE: F.lit(MAX_TIME).cast("long"), **extra})
     if isinstance(w, Sessions):  # the proto-session [t, t + gap)
         gap = F.col(w.gap_column).cast("long") if w.gap_column else F.lit(w.gap)
-        return df.withColumns({WS: ts, WE: ts + gap})
+        return df.withColumns({WS: ts, WE: ts + gap, **extra})
     if isinstance(w, Sliding):  # the window the record defines that holds it: [t - D, t]
-        return df.withColumns({WS: ts - F.lit(w.time_difference), WE: ts + F.lit(1)})
+        return df.withColumns({WS: ts - F.lit(w.time_difference), WE: ts + F.lit(1), **extra})
     raise TypeError(w)
 
 
@@ -326,23 +329,22 @@ class NativeStep:
         if self.ordered:
             good = good.withColumn(SEQ, F.struct(F.lit(step).cast("long").alias("b"),
                                                  F.monotonically_increasing_id().alias("i")))
-        good = assign(p, good, keep_all=metrics)
-        if metrics:
-            late = F.col("__panes_ok") & F.col(WE).isNotNull() & (expiry(p, F.col(WE)) <= F.lit(wm)) \
-                if wm > MIN_TIME else F.lit(False)
-            keep = F.col("__panes_ok") & F.col(WE).isNotNull()
-            if wm > MIN_TIME:
-                keep = keep & (expiry(p, F.col(WE)) > F.lit(wm))
-            good = good.withColumns({
-                **{k: F.when(keep, F.col(k)) for k in [*p.key, WS, WE]},
-                DEAD: F.when(F.col("__panes_bad") | late, 1).otherwise(0)})
-        elif wm > MIN_TIME:
-            good = good.filter(expiry(p, F.col(WE)) > F.lit(wm))
         # numbers read from strings; NaN counts as no value, as null does in the core
         fixed = {c: F.col(NUM + c) for c in self.numeric_strings}
         fixed.update({c: F.col(c) for c in self.float_values})
         fixed = {c: F.when(~F.isnan(v), v) for c, v in fixed.items()}
-        return good.withColumns(fixed) if fixed else good
+        if not metrics:
+            good = assign(p, good, extra=fixed)
+            return good.filter(expiry(p, F.col(WE)) > F.lit(wm)) if wm > MIN_TIME else good
+        good = assign(p, good, keep_all=True)
+        late = F.col("__panes_ok") & F.col(WE).isNotNull() & (expiry(p, F.col(WE)) <= F.lit(wm)) \
+            if wm > MIN_TIME else F.lit(False)
+        keep = F.col("__panes_ok") & F.col(WE).isNotNull()
+        if wm > MIN_TIME:
+            keep = keep & (expiry(p, F.col(WE)) > F.lit(wm))
+        cols = {k: F.when(keep, F.col(k)) for k in [*p.key, WS, WE]}
+        cols.update({c: F.when(keep, v) if c in cols else v for c, v in fixed.items()})
+        return good.withColumns({**cols, DEAD: F.when(F.col("__panes_bad") | late, 1).otherwise(0)})
 
     def dead_letters(self, rows: DataFrame, wm: int) -> DataFrame:
         """The dead letters of a step's prepared rows: the malformed ones, and the late ones, each
@@ -375,15 +377,16 @@ class NativeStep:
         p = self.p
         key = list(p.key)
         mcols = [GOT, DEAD] if metrics else []
-        carry = list(dict.fromkeys([*key, *p.value_columns, TS, WS, WE] + ([SEQ] if self.ordered else []) + mcols))
+        # (each path names the columns it reads: no select of them first, which would cost an
+        # analysis of the plan; Spark prunes the others)
         if isinstance(p.window, Sessions):
-            return self._combine_sessions(good.select(*carry), state, wm, mcols)
+            return self._combine_sessions(good, state, wm, mcols)
         if isinstance(p.window, Sliding):
             if state is not None or metrics:
                 raise ValueError("sliding windows run natively on bounded input only")
-            return self._sliding(good.select(*carry))
+            return self._sliding(good)
         if self.fires:
-            return self._combine_firing(good.select(*carry), state, wm, mcols)
+            return self._combine_firing(good, state, wm, mcols)
         created_late = ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN)
         merge_metrics = [F.max(c).alias(c) for c in mcols]
         if state is None:  # (the grouping's columns come out in the state's order)
