@@ -337,11 +337,9 @@ class NativeStep:
             good = assign(p, good, extra=fixed)
             return good.filter(expiry(p, F.col(WE)) > F.lit(wm)) if wm > MIN_TIME else good
         good = assign(p, good, keep_all=True)
-        late = F.col("__panes_ok") & F.col(WE).isNotNull() & (expiry(p, F.col(WE)) <= F.lit(wm)) \
-            if wm > MIN_TIME else F.lit(False)
-        keep = F.col("__panes_ok") & F.col(WE).isNotNull()
-        if wm > MIN_TIME:
-            keep = keep & (expiry(p, F.col(WE)) > F.lit(wm))
+        in_window = F.col("__panes_ok") & F.col(WE).isNotNull()
+        expired = expiry(p, F.col(WE)) <= F.lit(wm) if wm > MIN_TIME else F.lit(False)
+        late, keep = in_window & expired, in_window & ~expired
         cols = {k: F.when(keep, F.col(k)) for k in [*p.key, WS, WE]}
         cols.update({c: F.when(keep, v) if c in cols else v for c, v in fixed.items()})
         return good.withColumns({**cols, DEAD: F.when(F.col("__panes_bad") | late, 1).otherwise(0)})
@@ -438,9 +436,8 @@ class NativeStep:
             return self._sessions_of_rows(proto, wm, key, mcols)
         rows = proto.select(*p.key, WS, WE, *[c for pt in self.parts for c in pt.one_row],
                             F.lit(None).cast("boolean").alias(LATE_WIN), F.lit(False).alias("__panes_kept"), *mcols)
-        if state is not None:
-            rows = state.select(*self.state_columns, F.lit(True).alias("__panes_kept"),
-                                *[F.lit(None).cast(t).alias(c) for c, t in zip(mcols, ("long", "int"))]).unionByName(rows)
+        if state is not None:  # (``open`` gives it the same columns, ``metrics`` null)
+            rows = state.withColumn("__panes_kept", F.lit(True)).unionByName(rows)
 
         def gap(ms: Column) -> Column:  # ms - 1 us, as the calendar interval session_window takes
             return F.make_interval(secs=((ms * 1000 - 1).cast("decimal(18,0)") / F.lit(1_000_000)).cast("decimal(18,6)"))
@@ -459,7 +456,7 @@ class NativeStep:
         return merged.withColumn(LATE_WIN, F.when(same, k["late"]).otherwise(F.lit(wm) >= F.col(WE))) \
             .select(*self.state_columns, *mcols)
 
-    def _sessions_of_rows(self, proto: DataFrame, wm: int, key: list | None = None, mcols: list[str] = ()) -> DataFrame:
+    def _sessions_of_rows(self, proto: DataFrame, wm: int, key: list, mcols: list[str]) -> DataFrame:
         """Sessions of rows alone (no kept windows), fixed gap: Spark's own ``session_window``
         (sort-based merging, faster than window functions). It merges sessions that touch, the
         core does not: [t, t + gap) and [t + gap, ...) stay apart. So each row's session is
@@ -467,7 +464,7 @@ class NativeStep:
         exactly when the core's do."""
         p = self.p
         sw = F.session_window(F.timestamp_millis(F.col(TS)), f"{p.window.gap * 1000 - 1} microseconds")
-        return proto.groupBy(*(p.key if key is None else key), sw.alias("__panes_sw")).agg(
+        return proto.groupBy(*key, sw.alias("__panes_sw")).agg(
             F.min(WS).alias(WS), F.max(WE).alias(WE),
             *[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)],
             *[F.max(c).alias(c) for c in mcols]) \
