@@ -385,18 +385,36 @@ class NativeStep:
             return self._sliding(good)
         if self.fires:
             return self._combine_firing(good, state, wm, mcols)
-        created_late = ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN)
         merge_metrics = [F.max(c).alias(c) for c in mcols]
+        group, bounds = self._grouping(state is None and not metrics)
         if state is None:  # (the grouping's columns come out in the state's order)
-            return good.groupBy(*key, WS, WE).agg(
-                created_late, *[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)],
-                *merge_metrics)
+            end = bounds[WE] if WE in bounds else F.col(WE)
+            created_late = F.lit(False) if wm <= MIN_TIME else (end < F.lit(MAX_TIME)) & (F.lit(wm) >= end)
+            return good.groupBy(*key, *group).agg(
+                *[bounds[c].alias(c) for c in (WS, WE) if c in bounds], created_late.alias(LATE_WIN),
+                *[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)], *merge_metrics)
         # one grouping for the kept windows and the rows (each row as its own partial), so one
         # shuffle: Spark combines the rows map-side before it. (The columns in the state's order:
         # each DataFrame step costs an analysis of the plan.)
+        created_late = ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN)
         rows = good.select(*key, WS, WE, created_late, *[c for pt in self.parts for c in pt.one_row], *mcols)
-        return state.unionByName(rows).groupBy(*key, WS, WE).agg(
+        return state.unionByName(rows).groupBy(*key, *group).agg(
+            *[bounds[c].alias(c) for c in (WS, WE) if c in bounds],
             F.bool_and(LATE_WIN).alias(LATE_WIN), *[c for pt in self.parts for c in pt.merge], *merge_metrics)
+
+    def _grouping(self, constant_bounds: bool) -> tuple[list[str], dict[str, Column]]:
+        """The window columns to group by, and the bounds that follow from them (computed after
+        the grouping, not shuffled): a fixed-size window's end from its start; the global
+        window's bounds when they are constants (``constant_bounds``: no group of rows in no
+        window) and there is a key (grouping by nothing would make a group of no rows)."""
+        w = self.p.window
+        if isinstance(w, GlobalWindows):
+            if constant_bounds and self.p.key:
+                return [], {WS: F.lit(MIN_TIME).cast("long"), WE: F.lit(MAX_TIME).cast("long")}
+            return [WS], {WE: F.when(F.col(WS).isNotNull(), F.lit(MAX_TIME).cast("long"))}
+        if isinstance(w, (Tumbling, Hopping)):
+            return [WS], {WE: F.col(WS) + F.lit(w.size)}
+        return [WS, WE], {}
 
     def _sliding(self, rows: DataFrame) -> DataFrame:
         """KIP-450 windows of bounded input, with window functions over each key's records in
@@ -487,8 +505,9 @@ class NativeStep:
         if state is not None:
             old = state.withColumn(K, F.lit(0).cast("long"))
             merged = old.unionByName(merged.select(*self.state_columns, K, *mcols))
-        fresh = merged.groupBy(*key, WS, WE).agg(
-            F.bool_and(LATE_WIN).alias(LATE_WIN), F.sum(K).alias(K),
+        group, bounds = self._grouping(False)
+        fresh = merged.groupBy(*key, *group).agg(
+            *[bounds[c].alias(c) for c in (WS, WE) if c in bounds], F.bool_and(LATE_WIN).alias(LATE_WIN), F.sum(K).alias(K),
             *[c for pt in self.parts for c in pt.merge],
             *[(F.first(c, ignorenulls=True) if c == LASTV else F.max(c)).alias(c) for c in self.trigger_state],
             *[F.max(c).alias(c) for c in mcols])
