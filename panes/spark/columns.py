@@ -51,8 +51,10 @@ def event_time_ms(df: DataFrame | ST.StructType, column: str) -> tuple[Column, C
     return ms, reason
 
 
-def validation(df: DataFrame | ST.StructType, pipeline: Pipeline, ts_ms: Column, ts_reason: Column) -> tuple[Column, Column]:
-    """(reason, detail) for rows that must go to the dead letters, null for good rows."""
+def validation(df: DataFrame | ST.StructType, pipeline: Pipeline, num: dict[str, Column],
+               ts_reason: Column) -> tuple[Column, Column]:
+    """(reason, detail) for rows that must go to the dead letters, null for good rows. ``num``:
+    the numbers read from the string columns a numeric aggregate reads (``numeric_string_columns``)."""
     reason = ts_reason
     detail = F.when(ts_reason.isNotNull(), F.concat(F.lit("event_time column "), F.lit(pipeline.event_time or "")))
     if pipeline.key:
@@ -64,8 +66,8 @@ def validation(df: DataFrame | ST.StructType, pipeline: Pipeline, ts_ms: Column,
         detail = F.when(ts_reason.isNotNull(), detail).when(
             missing, F.lit(f"no value for key column(s) {list(pipeline.key)}"))
     # numbers in a string column (e.g. JSON whose values mix types): not a number = malformed
-    for c in numeric_string_columns(df, pipeline):
-        bad = F.col(c).isNotNull() & F.col(NUM + c).isNull()
+    for c, n in num.items():
+        bad = F.col(c).isNotNull() & n.isNull()
         detail = F.when(reason.isNotNull(), detail).when(bad, F.lit(f"not a number: ['{c}']"))
         reason = F.when(reason.isNotNull(), reason).when(bad, F.lit("invalid_value"))
     if MALFORMED in (df if isinstance(df, ST.StructType) else df.schema).fieldNames():

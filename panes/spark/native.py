@@ -140,12 +140,13 @@ def assign(p: Pipeline, df: DataFrame, keep_all: bool = False, extra: dict | Non
     ts = F.col(TS)
     extra = extra or {}
     if isinstance(w, Hopping) and w.hop < w.size:
-        # Spark's own sliding window() (an Expand), aligned to the epoch + offset like panes
-        win = F.window(F.timestamp_millis(ts), f"{w.size} milliseconds", f"{w.hop} milliseconds",
-                       f"{w.offset} milliseconds")
-        return (df.withColumn("__panes_w", win).withColumns(
-            {WS: F.unix_millis(F.col("__panes_w.start")), WE: F.unix_millis(F.col("__panes_w.end")), **extra})
-            .drop("__panes_w"))
+        # the starts of the row's windows, exploded: measured faster than Spark's own sliding
+        # window() (an Expand) on Nexmark q5. Every row has one at least (the last start).
+        last = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.hop))
+        starts = F.array(*[last - F.lit(j * w.hop) for j in range(w.windows_per_record)])
+        if w.size % w.hop:
+            starts = F.filter(starts, lambda s: s + F.lit(w.size) > ts)
+        return df.withColumn(WS, F.explode(starts)).withColumns({WE: F.col(WS) + F.lit(w.size), **extra})
     if isinstance(w, (Tumbling, Hopping)):  # hop >= size: at most one window per row
         period = w.size if isinstance(w, Tumbling) else w.hop
         start = ts - F.pmod(ts - F.lit(w.offset), F.lit(period))

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -130,10 +131,11 @@ def native_batch_supported(p: Pipeline) -> bool:
 
 
 def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None = None,
-             control_wm: str | None = None) -> DataFrame:
-    """Add the engine's columns: event time (ms), dead-letter reason, the watermark column, the
-    punctuation value, the bucket. ``control_wm`` names a column of explicit watermark steps
-    (replay); ``ingestion`` is the ingestion time when there is no event_time."""
+             control_wm: str | None = None, watermark: bool = True) -> DataFrame:
+    """Add the engine's columns: event time (ms), dead-letter reason, the watermark column (not
+    for bounded input: ``watermark=False``), the punctuation value, the bucket. ``control_wm``
+    names a column of explicit watermark steps (replay); ``ingestion`` is the ingestion time when
+    there is no event_time."""
     schema = df.schema  # (asked once: each DataFrame.schema is a JVM round trip)
     cols = schema.fieldNames()
     if p.event_time:
@@ -154,22 +156,30 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
         puncts.append(F.col(control_wm).cast("long"))
     if p.watermark.punctuation and punct_col in cols:
         puncts.append(_ms(schema, punct_col))
-    # (few DataFrame steps: each one costs an analysis of the plan)
     punct = (F.greatest(*puncts) if len(puncts) > 1 else puncts[0]) if puncts else F.lit(None).cast("long")
     # numbers as numbers for the engine; the original column stays for the dead letters
     # (a JSON number inferred as string reads as a double)
-    out = df.withColumns({TS: ts, PUNCT: punct,
-                          **{NUM + c: F.col(c).try_cast("double") for c in numeric_string_columns(schema, p)}})
-    reason, detail = validation(schema, p, F.col(TS), ts_reason)
-    data_row = F.col(PUNCT).isNull() & (F.col(CLOCK).isNull() if CLOCK in cols else F.lit(True))
-    # the column Spark's watermark tracks: event time (max_delay rule) and punctuation values
-    delay = p.watermark.max_delay
-    data_wm = F.lit(None).cast("long") if p.watermark.punctuation else F.col(TS)
-    wm_ms = F.when(F.col(PUNCT).isNotNull(), F.col(PUNCT) + F.lit(0 if p.watermark.punctuation else delay)) \
-        .when(data_row & reason.isNull(), data_wm)
-    out = out.withColumns({INVALID: F.when(data_row, reason), DETAIL: F.when(data_row, detail),
-                           **({} if CLOCK in cols else {CLOCK: F.lit(None).cast("long")}),
-                           WMARK: F.timestamp_millis(wm_ms)})
+    num = {c: F.col(c).try_cast("double") for c in numeric_string_columns(schema, p)}
+    reason, detail = validation(schema, p, num, ts_reason)
+    # a data row: not punctuation, not a clock row (each column's expression written out, not
+    # referenced: one DataFrame step, as each costs an analysis of the plan)
+    data_row = [punct.isNull()] if puncts else []
+    if CLOCK in cols:
+        data_row.append(F.col(CLOCK).isNull())
+    data_row = functools.reduce(lambda a, b: a & b, data_row) if data_row else None
+    cols_out = {TS: ts, PUNCT: punct, **{NUM + c: v for c, v in num.items()},
+                INVALID: reason if data_row is None else F.when(data_row, reason),
+                DETAIL: detail if data_row is None else F.when(data_row, detail),
+                **({} if CLOCK in cols else {CLOCK: F.lit(None).cast("long")})}
+    if watermark:
+        # the column Spark's watermark tracks: event time (max_delay rule) and punctuation values
+        delay = p.watermark.max_delay
+        good = reason.isNull() if data_row is None else data_row & reason.isNull()
+        wm_ms = F.when(good, F.lit(None).cast("long") if p.watermark.punctuation else ts)
+        if puncts:
+            wm_ms = F.when(punct.isNotNull(), punct + F.lit(0 if p.watermark.punctuation else delay)).otherwise(wm_ms)
+        cols_out[WMARK] = F.timestamp_millis(wm_ms)
+    out = df.withColumns(cols_out)
     if not buckets:
         return out  # batch native plan: no buckets
     if p.key:
@@ -302,7 +312,8 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
     schema = df.schema
     record_columns = [c for c in schema.fieldNames() if not c.startswith("__panes")]
     native = native_batch_supported(p)
-    prepared = _prepare(df, p, 0 if native else buckets, ingestion=F.unix_millis(F.current_timestamp()))
+    prepared = _prepare(df, p, 0 if native else buckets, ingestion=F.unix_millis(F.current_timestamp()),
+                        watermark=False)
     if native:
         # one native step from an empty state, then the end of the input
         step = NativeStep(_final_answer(p), schema, record_columns)
