@@ -59,6 +59,12 @@ MISSED = "__panes_missed"
 #: those that count in no window in one group of their own (window bounds null)
 GOT, DEAD, NONE = "__panes_got", "__panes_dead", "__panes_none"
 STATE_DIR = "panes_native"
+#: the windows table of a step is committed by its ``meta.json``, written after it (a step run
+#: again starts from an empty directory): Hadoop's file committer need not move the files once
+#: more at the job's end (algorithm 2: each task's files go to the table when the task ends) nor
+#: mark the table done (``_SUCCESS``)
+_WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.algorithm.version": "2",
+                  "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"}
 
 #: aggregates whose partial results merge natively across micro-batches (user combine functions
 #: need the engine)
@@ -702,7 +708,7 @@ class NativeStream:
             # The rows are not persisted: each job reads only the columns it needs (measured
             # faster than caching)
             good = self.step.on_time(batch, wm, batch_id, metrics=True)
-            self.step.combine(good, state, wm, metrics=True).write.parquet(str(here / "windows"))
+            self.step.combine(good, state, wm, metrics=True).write.options(**_WRITE_OPTIONS).parquet(str(here / "windows"))
             got, dead = self._metrics(spark, here / "windows")
             new_wm = self.step.watermark_after(got, wm)
             panes = self.step.closed(self._read(spark, here / "windows"), new_wm, self.ordered)
