@@ -656,12 +656,20 @@ class NativeStream:
         self.root = Path(checkpoint) / STATE_DIR
         self.root.mkdir(parents=True, exist_ok=True)
 
-    def _read(self, spark, path: Path) -> DataFrame:
+    def _read(self, spark, path: Path, written: bool = False) -> DataFrame:
         """The windows table (its schema kept from the first read: no footer-reading job after),
-        without the group of rows in no window (null bounds)."""
+        without the group of rows in no window (null bounds). The table a step has just
+        ``written`` is the next step's state: that DataFrame is kept for it (no second listing
+        of its files; a step run again writes its table anew and reads it again)."""
         if getattr(self, "_schema", None) is None:
             self._schema = spark.read.parquet(str(path)).schema
-        return spark.read.schema(self._schema).parquet(str(path)).filter(F.col(WE).isNotNull())
+        last = getattr(self, "_last", None)
+        if not written and last is not None and last[0] == path:
+            return last[1]
+        df = spark.read.schema(self._schema).parquet(str(path)).filter(F.col(WE).isNotNull())
+        if written:
+            self._last = (path, df)
+        return df
 
     def _versions(self) -> list[int]:
         return sorted(int(d.name[1:]) for d in self.root.glob("v*") if (d / "meta.json").exists())
@@ -711,7 +719,7 @@ class NativeStream:
             self.step.combine(good, state, wm, metrics=True).write.options(**_WRITE_OPTIONS).parquet(str(here / "windows"))
             got, dead = self._metrics(spark, here / "windows")
             new_wm = self.step.watermark_after(got, wm)
-            panes = self.step.closed(self._read(spark, here / "windows"), new_wm, self.ordered)
+            panes = self.step.closed(self._read(spark, here / "windows", written=True), new_wm, self.ordered)
         # the version counts once its watermark is written: a batch run again reads the one before
         (here / "meta.json").write_text(json.dumps({"watermark": new_wm}))
         if dead:  # (a micro-batch without dead letters does not call the callback: no empty job)

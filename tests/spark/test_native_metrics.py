@@ -38,3 +38,44 @@ def test_spark_writes_the_statistics_the_fast_path_reads(spark, tmp_path):
     st = md.row_group(0).column(md.schema.names.index(GOT)).statistics
     assert st is not None and st.has_min_max and st.max == 9 and st.null_count == 1
     assert NativeStream._metrics(spark, tmp_path / "t") == (9, 1)
+
+
+def _rows(spark, rows):
+    return spark.createDataFrame(rows, "k string, ts timestamp, v long")
+
+
+def test_a_micro_batch_run_again_rewrites_its_state_and_the_next_one_reads_it(spark, tmp_path):
+    """Spark may run a micro-batch again after a failure: the step writes its windows table anew
+    (new files), gives the same panes, and the next step reads that table, not the first one."""
+    import datetime as dt
+
+    from panes import pipeline
+    from panes.spark.native import NativeStep
+    from panes.spark.planner import _prepare
+
+    p = pipeline({"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
+                  "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}})
+    t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
+    batches = [[("a", t(1), 1), ("a", t(2), 2), ("b", t(3), 4)],
+               [("a", t(5), 8), ("a", t(12), 16)],
+               [("b", t(25), 32), ("a", t(1), 64)]]
+    schema = _rows(spark, batches[0]).schema
+    stream = NativeStream(NativeStep(p, schema, ["k", "ts", "v"]), str(tmp_path))
+    out: dict[int, list] = {}
+
+    def run(i):
+        got: list = []
+        stream.run(_prepare(_rows(spark, batches[i]), p, 0), i,
+                   lambda df, b: got.extend((r.k, r.window_start.second, r.n, r.total) for r in df.collect()),
+                   lambda df, b: got.extend(("dead", r.reason) for r in df.collect()))
+        return sorted(got, key=str)
+
+    out[0] = run(0)
+    first = run(1)
+    files = sorted(f.name for f in (tmp_path / "panes_native" / "v1" / "windows").glob("*.parquet"))
+    again = run(1)
+    assert again == first == [("a", 0, 3, 11), ("b", 0, 1, 4)]
+    assert sorted(f.name for f in (tmp_path / "panes_native" / "v1" / "windows").glob("*.parquet")) != files
+    # the late row (1 s, its window closed at 12 s) is a dead letter; 25 s closes [10 s, 20 s)
+    assert run(2) == [("a", 10, 1, 16), ("dead", "late")]
+    assert out[0] == []
