@@ -13,7 +13,10 @@ its baseline. Benchmarks of one group (early firings and retracting mode next to
 trigger) share the group's plain runs.
 
 - Batch: ``spark.read.parquet`` -> the query -> ``write.format("noop")``; the time covers building
-  the DataFrame (``panes.window``) and the write. Untimed afterwards, both sides are summarised
+  the DataFrame (``panes.window``) and the write. A full run executes each batch query k times in
+  a row per timed run (k from the group's two warm-up rounds: about ``--batch-seconds`` 2 s; the
+  same k for every side) and counts the mean: a query of 0.1-0.5 s timed once moved by 2x
+  between runs. Untimed afterwards, both sides are summarised
   (rows, checksum) and must agree.
 - Streaming: ``readStream.parquet`` with ``maxFilesPerTrigger``, ``trigger(availableNow=True)``,
   fresh checkpoint; plain: ``withWatermark`` + windowed ``groupBy``, append mode, into
@@ -397,24 +400,27 @@ def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run_batch(spark, bench, ds: DataSet, side: str) -> dict:
+def run_batch(spark, bench, ds: DataSet, side: str, loops: int = 1) -> dict:
+    """One timed batch run: the query built and executed ``loops`` times in a row; its time is
+    the mean of one (a query of 0.1-0.5 s, timed once, moved by 2x between runs)."""
     import panes
 
     plan = None
     with RssSampler() as rss:
         t0 = time.perf_counter()
-        src = spark.read.schema(ds.schema()).parquet(str(ds.path))
-        if side == "panes":
-            res = panes.window(src, bench.spec)
-            plan = res.plan
-            df = res.panes
-        else:
-            df = bench.plains[side](src, bench.aggs)
-        if bench.stage2 is not None:
-            df = bench.stage2(_stage1(df, bench), src)
-        df.write.format("noop").mode("overwrite").save()
-        s = time.perf_counter() - t0
-    r = {"seconds": s, "events_per_s": ds.records / s, "finished": True}
+        for _ in range(loops):
+            src = spark.read.schema(ds.schema()).parquet(str(ds.path))
+            if side == "panes":
+                res = panes.window(src, bench.spec)
+                plan = res.plan
+                df = res.panes
+            else:
+                df = bench.plains[side](src, bench.aggs)
+            if bench.stage2 is not None:
+                df = bench.stage2(_stage1(df, bench), src)
+            df.write.format("noop").mode("overwrite").save()
+        s = (time.perf_counter() - t0) / loops
+    r = {"seconds": s, "events_per_s": ds.records / s, "finished": True, "loops": loops}
     r.update(rss.result())
     if plan is not None:
         r["plan"] = plan
@@ -455,9 +461,9 @@ class Runner:
         files = len([p for p in ds.path.glob("part-*.parquet")])
         return max(1, math.ceil(files / self.size["batches"]))
 
-    def one(self, bench, ds, side, warmup=False) -> dict:
+    def one(self, bench, ds, side, warmup=False, loops=1) -> dict:
         if bench.mode == "batch":
-            return run_batch(self.spark, bench, ds, side)
+            return run_batch(self.spark, bench, ds, side, loops)
         fpt = self.fpt(bench, ds)
         if bench.time == "processing":
             return run_proc_time(self.spark, bench, ds, side, fpt, self.a.timeout, warmup=warmup)
@@ -474,16 +480,25 @@ class Runner:
         sides = [("plain", p, first) for p in plains] + [("panes", "panes", b) for b in benches]
         warm = self.a.warmup == "each" or (self.a.warmup == "first" and first.mode not in self.warmed)
         self.warmed.add(first.mode)
+        loops = 1
         if warm:
             t0 = time.perf_counter()
             wait_idle(self.a.wait_idle)
-            for kind, side, b in sides:
-                try:
-                    self.one(b, ds, side, warmup=True)
-                except Exception:
-                    log(f"  warm-up of {b.name} / {side} failed (the timed runs will report it)")
+            batch_loops = first.mode == "batch" and self.a.batch_seconds > 0
+            # (batch: a second round, each side its query k times, k from the first round; k for
+            # the timed runs from the second, warmer one. Every side runs its query k times.)
+            for _ in range(2 if batch_loops else 1):
+                warm_s = []
+                for kind, side, b in sides:
+                    try:
+                        warm_s.append(self.one(b, ds, side, warmup=True, loops=loops)["seconds"])
+                    except Exception:
+                        log(f"  warm-up of {b.name} / {side} failed (the timed runs will report it)")
+                if batch_loops and warm_s:
+                    loops = max(1, math.ceil(self.a.batch_seconds / statistics.median(warm_s)))
             log(f"  warm-up (untimed, {'full data' if first.mode == 'batch' else 'first file'}): "
-                f"{time.perf_counter() - t0:.1f} s")
+                f"{time.perf_counter() - t0:.1f} s" + (f"; each timed run executes the query {loops} times"
+                                                       if first.mode == "batch" else ""))
         runs: dict[tuple, list] = {}
         failed: set = set()
         for rep in range(self.a.repeat):
@@ -495,7 +510,7 @@ class Runner:
                 others = wait_idle(self.a.wait_idle)
                 load = os.getloadavg()[0]
                 try:
-                    r = self.one(b, ds, side)
+                    r = self.one(b, ds, side, loops=loops)
                 except Exception:
                     failed.add(key)
                     self.errors[f"{b.name}/{side}"] = traceback.format_exc()
@@ -591,7 +606,7 @@ class Runner:
 def _side(rs: list[dict], records: int) -> dict:
     secs = [r["seconds"] for r in rs]
     med = statistics.median(secs)
-    keep = ("summary", "dead_letters", "micro_batches", "data_batches", "finished", "closed_all_windows")
+    keep = ("summary", "dead_letters", "micro_batches", "data_batches", "finished", "closed_all_windows", "loops")
     return {"events_per_s": records / med, "median_s": med, "seconds": [round(s, 3) for s in secs],
             "peak_rss_mb": max(r["peak_rss_mb"] for r in rs),
             "peak_jvm_rss_mb": max(r["peak_jvm_rss_mb"] for r in rs),
@@ -732,6 +747,10 @@ def main(argv=None) -> int:
                     help="untimed warm-up runs: before each benchmark group (default), only before the "
                          "first streaming and the first batch group (--quick's default), or none")
     ap.add_argument("--no-warmup", action="store_true", help="the same as --warmup none")
+    ap.add_argument("--batch-seconds", type=float, default=None,
+                    help="a timed batch run executes its query several times in a row, as many as make "
+                         "this many seconds by the group's warm-up, and counts the mean (default 2; "
+                         "--quick 0: once)")
     ap.add_argument("--out", default=str(RESULTS / "latest.json"), help="the figures (JSON)")
     a = ap.parse_args(argv)
     size_name = "quick" if a.quick else "full"
@@ -742,6 +761,8 @@ def main(argv=None) -> int:
         size["bids"] = a.bids
     a.repeat = a.repeat or size["repeat"]
     a.warmup = "none" if a.no_warmup else (a.warmup or ("first" if a.quick else "each"))
+    if a.batch_seconds is None:
+        a.batch_seconds = 0.0 if a.quick else 2.0
     if a.wait_idle is None:
         a.wait_idle = 20 if a.quick else 120
 
