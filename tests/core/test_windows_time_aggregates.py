@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import math
 
 import numpy as np
