@@ -138,6 +138,30 @@ def window_array(p: Pipeline, ts: Column) -> Column:
     raise TypeError(w)
 
 
+def row_window(p: Pipeline, ts: Column) -> dict[str, Column] | None:
+    """The bounds (WS, WE: ms, half-open) of the one window of a row at ``ts``, null in a
+    hopping gap; None when a row can be in several windows (hopping with overlap)."""
+    w = p.window
+    if isinstance(w, Hopping) and w.hop < w.size:
+        return None
+    if isinstance(w, (Tumbling, Hopping)):  # hop >= size: at most one window per row
+        period = w.size if isinstance(w, Tumbling) else w.hop
+        start = ts - F.pmod(ts - F.lit(w.offset), F.lit(period))
+        end = start + F.lit(w.size)
+        if period == w.size:
+            return {WS: start, WE: end}
+        inside = ts < end
+        return {WS: F.when(inside, start), WE: F.when(inside, end)}
+    if isinstance(w, GlobalWindows):
+        return {WS: F.lit(MIN_TIME).cast("long"), WE: F.lit(MAX_TIME).cast("long")}
+    if isinstance(w, Sessions):  # the proto-session [t, t + gap)
+        gap = F.col(w.gap_column).cast("long") if w.gap_column else F.lit(w.gap)
+        return {WS: ts, WE: ts + gap}
+    if isinstance(w, Sliding):  # the window the record defines that holds it: [t - D, t]
+        return {WS: ts - F.lit(w.time_difference), WE: ts + F.lit(1)}
+    raise TypeError(w)
+
+
 def assign(p: Pipeline, df: DataFrame, keep_all: bool = False, extra: dict | None = None) -> DataFrame:
     """Rows with their windows, a row per (row, window), bounds in WS / WE (ms, half-open).
     A row in a hopping gap has no window: dropped, or kept with null bounds (``keep_all``).
@@ -145,7 +169,8 @@ def assign(p: Pipeline, df: DataFrame, keep_all: bool = False, extra: dict | Non
     w = p.window
     ts = F.col(TS)
     extra = extra or {}
-    if isinstance(w, Hopping) and w.hop < w.size:
+    one = row_window(p, ts)
+    if one is None:
         # the starts of the row's windows, exploded: measured faster than Spark's own sliding
         # window() (an Expand) on Nexmark q5. Every row has one at least (the last start).
         last = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.hop))
@@ -153,23 +178,10 @@ def assign(p: Pipeline, df: DataFrame, keep_all: bool = False, extra: dict | Non
         if w.size % w.hop:
             starts = F.filter(starts, lambda s: s + F.lit(w.size) > ts)
         return df.withColumn(WS, F.explode(starts)).withColumns({WE: F.col(WS) + F.lit(w.size), **extra})
-    if isinstance(w, (Tumbling, Hopping)):  # hop >= size: at most one window per row
-        period = w.size if isinstance(w, Tumbling) else w.hop
-        start = ts - F.pmod(ts - F.lit(w.offset), F.lit(period))
-        if period == w.size:
-            return df.withColumns({WS: start, WE: start + F.lit(w.size), **extra})
-        if keep_all:
-            inside = ts < start + F.lit(w.size)
-            return df.withColumns({WS: F.when(inside, start), WE: F.when(inside, start + F.lit(w.size)), **extra})
-        return df.withColumns({WS: start, WE: start + F.lit(w.size), **extra}).filter(ts < F.col(WE))
-    if isinstance(w, GlobalWindows):
-        return df.withColumns({WS: F.lit(MIN_TIME).cast("long"), WE: F.lit(MAX_TIME).cast("long"), **extra})
-    if isinstance(w, Sessions):  # the proto-session [t, t + gap)
-        gap = F.col(w.gap_column).cast("long") if w.gap_column else F.lit(w.gap)
-        return df.withColumns({WS: ts, WE: ts + gap, **extra})
-    if isinstance(w, Sliding):  # the window the record defines that holds it: [t - D, t]
-        return df.withColumns({WS: ts - F.lit(w.time_difference), WE: ts + F.lit(1), **extra})
-    raise TypeError(w)
+    out = df.withColumns({**one, **extra})
+    if isinstance(w, Hopping) and w.hop > w.size and not keep_all:
+        return out.filter(F.col(WE).isNotNull())
+    return out
 
 
 def expiry(p: Pipeline, end: Column) -> Column:
@@ -324,32 +336,34 @@ class NativeStep:
         window has null key and window bounds, so that the grouping collects the step's watermark
         and dead-letter flag in one more group, in the same pass over the rows (``combine``)."""
         p = self.p
-        ok = F.col(PUNCT).isNull() & F.col(CLOCK).isNull() & F.col(INVALID).isNull()
-        if not metrics:
-            good = rows.filter(ok)
-        else:
-            data = F.col(PUNCT).isNull() & F.col(CLOCK).isNull()
-            # (a row without event time is assigned at 0: Spark's window() drops null times)
-            good = rows.withColumns({GOT: F.unix_millis(F.col(WMARK)), "__panes_ok": ok,
-                                     "__panes_bad": data & F.col(INVALID).isNotNull(),
-                                     TS: F.coalesce(F.col(TS), F.lit(0).cast("long"))})
-        if self.ordered:
-            good = good.withColumn(SEQ, F.struct(F.lit(step).cast("long").alias("b"),
-                                                 F.monotonically_increasing_id().alias("i")))
+        data = F.col(PUNCT).isNull() & F.col(CLOCK).isNull()
+        ok = data & F.col(INVALID).isNull()
+        seq = {SEQ: F.struct(F.lit(step).cast("long").alias("b"), F.monotonically_increasing_id().alias("i"))} \
+            if self.ordered else {}
         # numbers read from strings; NaN counts as no value, as null does in the core
         fixed = {c: F.col(NUM + c) for c in self.numeric_strings}
         fixed.update({c: F.col(c) for c in self.float_values})
         fixed = {c: F.when(~F.isnan(v), v) for c, v in fixed.items()}
         if not metrics:
-            good = assign(p, good, extra=fixed)
+            good = rows.filter(ok)
+            good = assign(p, good.withColumns(seq) if seq else good, extra=fixed)
             return good.filter(expiry(p, F.col(WE)) > F.lit(wm)) if wm > MIN_TIME else good
-        good = assign(p, good, keep_all=True)
-        in_window = F.col("__panes_ok") & F.col(WE).isNotNull()
-        expired = expiry(p, F.col(WE)) <= F.lit(wm) if wm > MIN_TIME else F.lit(False)
+        # (a row without event time is assigned at 0: Spark's window() drops null times)
+        ts = F.coalesce(F.col(TS), F.lit(0).cast("long"))
+        marks = {GOT: F.unix_millis(F.col(WMARK)), TS: ts, **seq}
+        bad = data & F.col(INVALID).isNotNull()
+        one = row_window(p, ts)
+        if one is None:  # several windows per row: exploded in a step of their own
+            good = assign(p, rows.withColumns({**marks, "__panes_ok": ok, "__panes_bad": bad}), keep_all=True)
+            one, ok, bad, marks = {WS: F.col(WS), WE: F.col(WE)}, F.col("__panes_ok"), F.col("__panes_bad"), {}
+        else:  # one step (each costs an analysis): the row's window written out where it is used
+            good = rows
+        in_window = ok & one[WE].isNotNull()
+        expired = expiry(p, one[WE]) <= F.lit(wm) if wm > MIN_TIME else F.lit(False)
         late, keep = in_window & expired, in_window & ~expired
-        cols = {k: F.when(keep, F.col(k)) for k in [*p.key, WS, WE]}
+        cols = {**marks, **{k: F.when(keep, F.col(k)) for k in p.key}, WS: F.when(keep, one[WS]), WE: F.when(keep, one[WE])}
         cols.update({c: F.when(keep, v) if c in cols else v for c, v in fixed.items()})
-        return good.withColumns({**cols, DEAD: F.when(F.col("__panes_bad") | late, 1).otherwise(0)})
+        return good.withColumns({**cols, DEAD: F.when(bad | late, 1).otherwise(0)})
 
     def dead_letters(self, rows: DataFrame, wm: int) -> DataFrame:
         """The dead letters of a step's prepared rows: the malformed ones, and the late ones, each
@@ -615,17 +629,25 @@ class NativeStep:
                     after[name] = reset
         return w.withColumns(after)
 
-    def closed(self, windows: DataFrame, wm: int, ordered: bool = False) -> DataFrame:
+    def closed(self, windows: DataFrame, wm: int, ordered: bool = False, table: bool = False) -> DataFrame:
         """The panes of the step: for the default trigger, of the windows the watermark closed;
-        for after_watermark, what fired (``ordered``: with the engine's phase and order columns)."""
+        for after_watermark, what fired (``ordered``: with the engine's phase and order columns).
+        ``table``: ``windows`` is a stream step's table, with its group of rows in no window
+        (null bounds, see ``on_time``), left out here."""
         p = self.p
         if not self.fires:
-            # (at the end of the input every window is due: no filter to evaluate per row)
-            due = windows if wm >= END_OF_INPUT else windows.filter(expiry(p, F.col(WE)) <= F.lit(wm))
+            # (at the end of the input every window is due: no filter to evaluate per row but
+            # the one of the null bounds; the expiry test is null for them, so false)
+            if wm >= END_OF_INPUT:
+                due = windows.filter(F.col(WE).isNotNull()) if table else windows
+            else:
+                due = windows.filter(expiry(p, F.col(WE)) <= F.lit(wm))
             cols = pane_columns(p, self.schema, [pt.final for pt in self.parts])
             if ordered:
                 cols += [F.lit(3).alias(PHASE_COL), F.lit(0).alias(SUB_COL)]
             return due.select(*cols)
+        if table:
+            windows = windows.filter(F.col(WE).isNotNull())
         fired = self.watermark_moved(windows, wm).filter(F.size(OUT) > 0).select(*p.key, WS, WE, F.posexplode(OUT).alias("__panes_pos", "__o"))
         cols = [*window_columns(p), F.col("__o.timing").alias("timing"), F.col("__o.pane_index").alias("pane_index"),
                 F.col("__o.is_last").alias("is_last"), F.col("__o.retraction").alias("retraction"),
@@ -635,10 +657,11 @@ class NativeStep:
         return fired.select(*cols)
 
     def open(self, windows: DataFrame, wm: int, metrics: bool = False) -> DataFrame:
-        """The windows a step leaves open, read back with the watermark after it (``metrics``:
-        with null ``GOT`` and ``DEAD``, to merge with ``on_time(..., metrics=True)``)."""
+        """The windows a step leaves open, read back from its table with the watermark after it
+        (the group of rows in no window left out: its expiry test is null; ``metrics``: with
+        null ``GOT`` and ``DEAD``, to merge with ``on_time(..., metrics=True)``)."""
         if self.fires:
-            windows = self.watermark_moved(windows, wm)
+            windows = self.watermark_moved(windows.filter(F.col(WE).isNotNull()), wm)
         extra = [F.lit(None).cast("long").alias(GOT), F.lit(None).cast("int").alias(DEAD)] if metrics else []
         return windows.filter(expiry(self.p, F.col(WE)) > F.lit(wm)).select(*self.state_columns, *extra)
 
@@ -658,15 +681,16 @@ class NativeStream:
 
     def _read(self, spark, path: Path, written: bool = False) -> DataFrame:
         """The windows table (its schema kept from the first read: no footer-reading job after),
-        without the group of rows in no window (null bounds). The table a step has just
-        ``written`` is the next step's state: that DataFrame is kept for it (no second listing
-        of its files; a step run again writes its table anew and reads it again)."""
+        with the group of rows in no window (null bounds: ``open`` and ``closed`` leave it out).
+        The table a step has just ``written`` is the next step's state: that DataFrame is kept
+        for it (no second listing of its files; a step run again writes its table anew and
+        reads it again)."""
         if getattr(self, "_schema", None) is None:
             self._schema = spark.read.parquet(str(path)).schema
         last = getattr(self, "_last", None)
         if not written and last is not None and last[0] == path:
             return last[1]
-        df = spark.read.schema(self._schema).parquet(str(path)).filter(F.col(WE).isNotNull())
+        df = spark.read.schema(self._schema).parquet(str(path))
         if written:
             self._last = (path, df)
         return df
@@ -719,7 +743,7 @@ class NativeStream:
             self.step.combine(good, state, wm, metrics=True).write.options(**_WRITE_OPTIONS).parquet(str(here / "windows"))
             got, dead = self._metrics(spark, here / "windows")
             new_wm = self.step.watermark_after(got, wm)
-            panes = self.step.closed(self._read(spark, here / "windows", written=True), new_wm, self.ordered)
+            panes = self.step.closed(self._read(spark, here / "windows", written=True), new_wm, self.ordered, table=True)
         # the version counts once its watermark is written: a batch run again reads the one before
         (here / "meta.json").write_text(json.dumps({"watermark": new_wm}))
         if dead:  # (a micro-batch without dead letters does not call the callback: no empty job)
