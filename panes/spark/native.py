@@ -119,23 +119,23 @@ def stream_unsupported(p: Pipeline) -> str | None:
 # -- window assignment ------------------------------------------------------------------------------------
 
 
+def hopping_starts(w: Hopping, ts: Column) -> Column:
+    """The starts of the hopping windows that hold a row at ``ts``, ascending (empty in a gap):
+    the last start at or before ``ts`` and those one hop, two hops... before it."""
+    last = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.hop))
+    starts = F.array(*[last - F.lit(j * w.hop) for j in reversed(range(w.windows_per_record))])
+    # (every start holds the row when the size is a multiple of the hop)
+    return F.filter(starts, lambda s: s + F.lit(w.size) > ts) if w.size % w.hop else starts
+
+
 def window_array(p: Pipeline, ts: Column) -> Column:
     """The windows of a row as an array of struct(s, e) (half-open [s, e)); empty in a hopping gap."""
     w = p.window
-    if isinstance(w, Tumbling):
-        start = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.size))
-        return F.array(F.struct(start.alias("s"), (start + F.lit(w.size)).alias("e")))
-    if isinstance(w, Hopping):
-        last = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.hop))
-        starts = F.transform(F.sequence(F.lit(0), F.lit(w.windows_per_record - 1)), lambda j: last - j * F.lit(w.hop))
-        starts = F.reverse(F.filter(starts, lambda s: s + F.lit(w.size) > ts))
-        return F.transform(starts, lambda s: F.struct(s.alias("s"), (s + F.lit(w.size)).alias("e")))
-    if isinstance(w, GlobalWindows):
-        return F.array(F.struct(F.lit(MIN_TIME).cast("long").alias("s"), F.lit(MAX_TIME).cast("long").alias("e")))
-    if isinstance(w, Sessions):
-        gap = F.col(w.gap_column).cast("long") if w.gap_column else F.lit(w.gap)
-        return F.array(F.struct(ts.alias("s"), (ts + gap).alias("e")))
-    raise TypeError(w)
+    one = row_window(p, ts)
+    if one is None:
+        return F.transform(hopping_starts(w, ts), lambda s: F.struct(s.alias("s"), (s + F.lit(w.size)).alias("e")))
+    win = F.array(F.struct(one[WS].alias("s"), one[WE].alias("e")))
+    return F.filter(win, lambda x: x["s"].isNotNull()) if isinstance(w, Hopping) and w.hop > w.size else win
 
 
 def row_window(p: Pipeline, ts: Column) -> dict[str, Column] | None:
@@ -173,11 +173,7 @@ def assign(p: Pipeline, df: DataFrame, keep_all: bool = False, extra: dict | Non
     if one is None:
         # the starts of the row's windows, exploded: measured faster than Spark's own sliding
         # window() (an Expand) on Nexmark q5. Every row has one at least (the last start).
-        last = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.hop))
-        starts = F.array(*[last - F.lit(j * w.hop) for j in range(w.windows_per_record)])
-        if w.size % w.hop:
-            starts = F.filter(starts, lambda s: s + F.lit(w.size) > ts)
-        return df.withColumn(WS, F.explode(starts)).withColumns({WE: F.col(WS) + F.lit(w.size), **extra})
+        return df.withColumn(WS, F.explode(hopping_starts(w, ts))).withColumns({WE: F.col(WS) + F.lit(w.size), **extra})
     out = df.withColumns({**one, **extra})
     if isinstance(w, Hopping) and w.hop > w.size and not keep_all:
         return out.filter(F.col(WE).isNotNull())
