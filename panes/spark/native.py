@@ -481,15 +481,18 @@ class NativeStep:
         if not p.window.gap_column:  # the rows' proto-sessions all have the gap's length
             length = F.when(F.col("__panes_kept"), length).otherwise(gap(F.lit(p.window.gap)))
         sw = F.session_window(F.timestamp_millis(F.coalesce(F.col(WS), F.lit(0))), length)
-        kept = F.max(F.when(F.col("__panes_kept"), F.struct(F.col(WE).alias("e"), F.col(WS).alias("s"),
-                                                            F.col(LATE_WIN).alias("late"))))
+        # the kept sessions a session holds, by their bounds and flag (one or none: then the
+        # greatest of each is that session's; several: it is a new session, as the bounds
+        # tell). (Maxima of numbers, not of a struct: a struct aggregate would make Spark sort
+        # the rows before the shuffle instead of hashing them.)
+        kept = {n: F.max(F.when(F.col("__panes_kept"), v)).alias(n) for n, v in
+                (("__panes_ks", F.col(WS)), ("__panes_ke", F.col(WE)), ("__panes_kl", F.col(LATE_WIN).cast("int")))}
         merged = rows.groupBy(*key, sw.alias("__panes_sw")).agg(
-            F.min(WS).alias(WS), F.max(WE).alias(WE), kept.alias("__panes_k"),
+            F.min(WS).alias(WS), F.max(WE).alias(WE), *kept.values(),
             *[c for pt in self.parts for c in pt.merge], *[F.max(c).alias(c) for c in mcols])
-        k = F.col("__panes_k")
-        same = k.isNotNull() & (k["s"] == F.col(WS)) & (k["e"] == F.col(WE))
-        return merged.withColumn(LATE_WIN, F.when(same, k["late"]).otherwise(F.lit(wm) >= F.col(WE))) \
-            .select(*self.state_columns, *mcols)
+        same = (F.col("__panes_ks") == F.col(WS)) & (F.col("__panes_ke") == F.col(WE))  # (null: none kept)
+        late = F.when(same, F.col("__panes_kl") == 1).otherwise(F.lit(wm) >= F.col(WE))
+        return merged.select(*[late.alias(c) if c == LATE_WIN else F.col(c) for c in self.state_columns], *mcols)
 
     def _sessions_of_rows(self, proto: DataFrame, wm: int, key: list, mcols: list[str]) -> DataFrame:
         """Sessions of rows alone (no kept windows), fixed gap: Spark's own ``session_window``
