@@ -54,6 +54,7 @@ K, CNT, PLATE, NEW, IDX, LASTV, LASTT, NONEARLY = (
     "__panes_lastt", "__panes_nonearly")
 _TRIGGER_STATE = (CNT, PLATE, NEW, IDX, LASTV, LASTT, NONEARLY)
 MISSED = "__panes_missed"
+LT, _TIMINGS = "__panes_lt", ("EARLY", "ON_TIME", "LATE")  # the last pane's timing as a number (1, 2, 3)
 #: a stream's step also reports, in the windows table it writes, the largest watermark value its
 #: rows carried (ms) and whether some of them are dead letters: every row reaches the grouping,
 #: those that count in no window in one group of their own (window bounds null)
@@ -517,27 +518,45 @@ class NativeStep:
         windows are read back (for the step's panes, and as the next step's state)."""
         p = self.p
         key = list(p.key)
+        # the last pane (kept to retract it) in columns of its own, its timing as a number:
+        # maxima of numbers, where a struct or a string would make Spark sort the rows before
+        # the shuffle instead of hashing them (a window has one kept row at most)
+        counters = [c for c in self.trigger_state if c not in (LASTV, LASTT)]
+        last = [(f"__panes_lv{i}", a.output, output_type(a.fn, self.schema)) for i, a in enumerate(p.aggregates)] \
+            if LASTV in self.trigger_state else []
+        lt = [LT] if last else []
         # one grouping for the kept windows and the rows (each row its own partial): one shuffle
         merged = rows.select(*key, WS, WE, *[c for pt in self.parts for c in pt.one_row],
                              F.lit(1).cast("long").alias(K),
                              ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN),
-                             *[F.lit(None).alias(c) for c in self.trigger_state], *mcols)
+                             *[F.lit(None).alias(c) for c in counters],
+                             *[F.lit(None).cast(t).alias(n) for n, _, t in last], *[F.lit(None).cast("int").alias(c) for c in lt],
+                             *mcols)
         if state is not None:
-            old = state.withColumn(K, F.lit(0).cast("long"))
-            merged = old.unionByName(merged.select(*self.state_columns, K, *mcols))
+            code = F.when(F.col(LASTT) == _TIMINGS[0], 1).when(F.col(LASTT) == _TIMINGS[1], 2) \
+                .when(F.col(LASTT) == _TIMINGS[2], 3)
+            old = state.select(*key, WS, WE, LATE_WIN, *self.partial_columns, *counters,
+                               *[F.col(LASTV)[o].alias(n) for n, o, _ in last], *[code.alias(c) for c in lt],
+                               F.lit(0).cast("long").alias(K), *mcols)
+            merged = old.unionByName(merged)
         group, bounds = self._grouping(False)
         fresh = merged.groupBy(*key, *group).agg(
             *[bounds[c].alias(c) for c in (WS, WE) if c in bounds], F.bool_and(LATE_WIN).alias(LATE_WIN), F.sum(K).alias(K),
             *[c for pt in self.parts for c in pt.merge],
-            *[(F.first(c, ignorenulls=True) if c == LASTV else F.max(c)).alias(c) for c in self.trigger_state],
-            *[F.max(c).alias(c) for c in mcols])
+            *[F.max(c).alias(c) for c in [*counters, *[n for n, _, _ in last], *lt, *mcols]])
+        if last:
+            lastv = F.when(F.col(LT).isNotNull(), F.struct(*[F.col(n).alias(o) for n, o, _ in last]))
+            # (not element_at: on a null index, Spark 4.3 gave the array's last element after
+            # an aggregation, and failed to optimise a plan of its own)
+            lastt = F.when(F.col(LT) == 1, _TIMINGS[0]).when(F.col(LT) == 2, _TIMINGS[1]).when(F.col(LT) == 3, _TIMINGS[2])
+        else:
+            lastv, lastt = F.lit(None), F.lit(None).cast("string")
         w = fresh.select(*key, WS, WE, LATE_WIN, K, *self.partial_columns, *mcols,
                          F.coalesce(F.col(CNT), F.lit(0)).cast("long").alias(CNT),
                          F.coalesce(F.col(PLATE), F.lit(False)).alias(PLATE),
                          F.coalesce(F.col(NEW), F.lit(0)).cast("long").alias(NEW),
                          F.coalesce(F.col(IDX), F.lit(0)).cast("long").alias(IDX),
-                         *([F.col(LASTV), F.col(LASTT).cast("string").alias(LASTT)] if LASTV in self.trigger_state
-                           else [F.lit(None).alias(LASTV), F.lit(None).cast("string").alias(LASTT)]),
+                         lastv.alias(LASTV), lastt.alias(LASTT),
                          F.coalesce(F.col(NONEARLY), F.lit(False)).alias(NONEARLY))
         end = F.col(WE)
         finite = end < F.lit(MAX_TIME)

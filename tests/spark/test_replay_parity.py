@@ -183,3 +183,19 @@ def _random_counting_trigger_scenario(seed):
 def test_random_counting_trigger_timelines_same_on_native_plan_and_core(spark, seed):
     scenario = load_scenario(_random_counting_trigger_scenario(seed))
     _same_on_native_plan_and_core(spark, scenario)
+
+
+def test_a_retraction_names_the_pane_it_takes_back_from_an_earlier_micro_batch(spark):
+    """Retracting mode: each pane is taken back, in a later micro-batch, under its own timing and
+    index (the native plan keeps the last pane between micro-batches: EARLY, ON_TIME, LATE)."""
+    scenario = load_scenario({
+        "pipeline": {"event_time": "t", "window": {"tumbling": {"size": 10000}},
+                     "trigger": {"after_watermark": {"early": {"count": 1}, "late": {"count": 1}}},
+                     "accumulation": "retracting", "allowed_lateness": 10000,
+                     "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}}},
+        "timeline": [{"add": [{"t": 1000, "v": 1}]}, {"add": [{"t": 2000, "v": 2}]}, {"watermark": 10000},
+                     {"add": [{"t": 3000, "v": 3}]}, {"add": [{"t": 4000, "v": 4}]}, {"end": True}]})
+    on_spark = replay_spark(scenario, spark=spark, plan="native")
+    taken_back = [(p["timing"], p["pane_index"], p["n"], p["s"]) for p in on_spark.panes if p["retraction"]]
+    assert taken_back == [("EARLY", 0, 1, 1), ("EARLY", 1, 2, 3), ("ON_TIME", 2, 2, 3), ("LATE", 3, 3, 6)]
+    assert on_spark.panes == replay_core(scenario).panes
