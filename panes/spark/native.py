@@ -518,9 +518,10 @@ class NativeStep:
         windows are read back (for the step's panes, and as the next step's state)."""
         p = self.p
         key = list(p.key)
-        # the last pane (kept to retract it) in columns of its own, its timing as a number:
-        # maxima of numbers, where a struct or a string would make Spark sort the rows before
-        # the shuffle instead of hashing them (a window has one kept row at most)
+        # the last pane (kept to retract it) in columns of its own, its timing as a number: an
+        # aggregate of a struct or a string would make Spark sort the rows before the shuffle
+        # instead of hashing them. (A window has one kept row at most: first() takes its
+        # values, of whatever type, max() would need an order.)
         counters = [c for c in self.trigger_state if c not in (LASTV, LASTT)]
         last = [(f"__panes_lv{i}", a.output, output_type(a.fn, self.schema)) for i, a in enumerate(p.aggregates)] \
             if LASTV in self.trigger_state else []
@@ -543,7 +544,8 @@ class NativeStep:
         fresh = merged.groupBy(*key, *group).agg(
             *[bounds[c].alias(c) for c in (WS, WE) if c in bounds], F.bool_and(LATE_WIN).alias(LATE_WIN), F.sum(K).alias(K),
             *[c for pt in self.parts for c in pt.merge],
-            *[F.max(c).alias(c) for c in [*counters, *[n for n, _, _ in last], *lt, *mcols]])
+            *[F.max(c).alias(c) for c in [*counters, *lt, *mcols]],
+            *[F.first(n, ignorenulls=True).alias(n) for n, _, _ in last])
         if last:
             lastv = F.when(F.col(LT).isNotNull(), F.struct(*[F.col(n).alias(o) for n, o, _ in last]))
             # (not element_at: on a null index, Spark 4.3 gave the array's last element after
