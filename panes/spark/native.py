@@ -503,11 +503,16 @@ class NativeStep:
         exactly when the core's do."""
         p = self.p
         sw = F.session_window(F.timestamp_millis(F.col(TS)), f"{p.window.gap * 1000 - 1} microseconds")
+        # the bounds from Spark's session: [first t, last t + gap - 1 us] (no aggregates of
+        # their own); none for the group of rows in no window (``metrics``)
+        s, e = F.col("__panes_sw.start"), F.col("__panes_sw.end")
+        bounds = {WS: F.unix_millis(s), WE: F.floor((F.unix_micros(e) + 1) / 1000).cast("long")}
+        if mcols:
+            bounds = {c: F.when(~F.col(NONE), b) for c, b in bounds.items()}
         return proto.groupBy(*key, sw.alias("__panes_sw")).agg(
-            F.min(WS).alias(WS), F.max(WE).alias(WE),
             *[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)],
             *[F.max(c).alias(c) for c in mcols]) \
-            .withColumn(LATE_WIN, F.lit(wm) >= F.col(WE)).select(*self.state_columns, *mcols)
+            .withColumns({**bounds, LATE_WIN: F.lit(wm) >= bounds[WE]}).select(*self.state_columns, *mcols)
 
     def _combine_firing(self, rows: DataFrame, state: DataFrame | None, wm: int, mcols: list[str]) -> DataFrame:
         """after_watermark(early: count, late: count) in the three accumulation modes, as the
