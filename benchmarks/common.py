@@ -144,6 +144,27 @@ def command_line() -> str:
     return " ".join([exe, *sys.argv])
 
 
+def merge_details(path: Path, details: dict) -> dict:
+    """A run with --only: its ``results`` (and ``figures``, ``errors``) added to / replacing those of
+    the details file at ``path``, so the file still holds every benchmark of ``latest.json``; the
+    run's own fields on top, and in ``runs`` which command measured which benchmarks."""
+    path = Path(path)
+    try:
+        old = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        old = {}
+    old = old if isinstance(old, dict) else {}
+    runs = old.get("runs") or ([{"command": old["command"], "started_utc": old.get("started_utc"),
+                                 "benchmarks": sorted(old.get("results", {}))}] if "command" in old else [])
+    merged = dict(details)
+    for k in ("results", "figures", "errors"):
+        merged[k] = {**(old.get(k) or {}), **(details.get(k) or {})}
+    merged["runs"] = [*runs, {"command": details["command"], "started_utc": details["started_utc"],
+                              "benchmarks": sorted(details.get("results", {}))}]
+    write_json(path, merged)
+    return merged
+
+
 def merge_figures(path: Path, figures: dict) -> dict:
     """Add / replace ``figures``' keys in the JSON object at ``path`` (other benchmarks' keys stay)."""
     path = Path(path)

@@ -38,7 +38,8 @@ the Spark JVM and its Python workers (all processes this one started); the peak 
 Writes benchmarks/results/latest.json ({name: {events_per_s, baseline_events_per_s, ratio}}; a run
 with --only merges its names into the file, a full run writes the whole file) and the same to
 results/suite-<quick|full>.json (so a quick run does not erase the full figures), everything
-measured to results/latest_details.json (and suite-<quick|full>_details.json), and the state
+measured to results/latest_details.json (and suite-<quick|full>_details.json; merged the same way,
+with the command of each run), and the state
 series of ``state_bounded*`` to results/state_bounded.json.
 """
 
@@ -63,7 +64,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from common import (DAY_MS, RESULTS, ROOT, SENTINEL_FILE, RssSampler, command_line, events_schema,  # noqa: E402
-                    generate, generate_nexmark, log, machine, merge_figures, meta_of, nexmark_schema,
+                    generate, generate_nexmark, log, machine, merge_details, merge_figures, meta_of, nexmark_schema,
                     other_spark_jvms, sentinel_ms, set_mtimes, start_spark, stream_input, wait_idle,
                     write_json)
 
@@ -855,8 +856,8 @@ def main(argv=None) -> int:
         "mismatches": mismatches,
     }
     details_path = out.with_name(out.stem + "_details.json")
-    write_json(details_path, details)
-    write_json(out.with_name(f"suite-{size_name}_details.json"), details)
+    for path in (details_path, out.with_name(f"suite-{size_name}_details.json")):
+        (merge_details if a.only else write_json)(path, details)
     out.with_name("latest_details.partial.json").unlink(missing_ok=True)
     log(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out} and {details_path.name}")
     spark.stop()
