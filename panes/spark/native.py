@@ -54,7 +54,7 @@ K, CNT, PLATE, NEW, IDX, LASTV, LASTT, NONEARLY = (
     "__panes_lastt", "__panes_nonearly")
 _TRIGGER_STATE = (CNT, PLATE, NEW, IDX, LASTV, LASTT, NONEARLY)
 MISSED = "__panes_missed"
-LT, _TIMINGS = "__panes_lt", ("EARLY", "ON_TIME", "LATE")  # the last pane's timing as a number (1, 2, 3)
+LT, _TIMINGS = "__panes_lt", ("EARLY", "ON_TIME", "LATE")  # the last pane's timing as a number: see _timing_code
 #: a stream's step also reports, in the windows table it writes, the largest watermark value its
 #: rows carried (ms) and whether some of them are dead letters: every row reaches the grouping,
 #: those that count in no window in one group of their own (window bounds null)
@@ -115,6 +115,24 @@ def stream_unsupported(p: Pipeline) -> str | None:
     if p.watermark.idle_timeout is not None:
         return "the idleness timeout needs the processing-time clock"
     return _aggregates_unsupported(p)
+
+
+def _timing_code(timing: Column) -> Column:
+    """A pane timing as its number in ``_TIMINGS`` (1-based; null for null)."""
+    out = None
+    for i, t in enumerate(_TIMINGS, 1):
+        out = (F.when if out is None else out.when)(timing == t, F.lit(i))
+    return out
+
+
+def _timing_of(code: Column) -> Column:
+    """The pane timing of a number from ``_timing_code``. (Not element_at: on a null index,
+    Spark 4.3 gave the array's last element after an aggregation, and failed to optimise a plan
+    of its own.)"""
+    out = None
+    for i, t in enumerate(_TIMINGS, 1):
+        out = (F.when if out is None else out.when)(code == i, F.lit(t))
+    return out
 
 
 # -- window assignment ------------------------------------------------------------------------------------
@@ -539,10 +557,8 @@ class NativeStep:
                              *[F.lit(None).cast(t).alias(n) for n, _, t in last], *[F.lit(None).cast("int").alias(c) for c in lt],
                              *mcols)
         if state is not None:
-            code = F.when(F.col(LASTT) == _TIMINGS[0], 1).when(F.col(LASTT) == _TIMINGS[1], 2) \
-                .when(F.col(LASTT) == _TIMINGS[2], 3)
             old = state.select(*key, WS, WE, LATE_WIN, *self.partial_columns, *counters,
-                               *[F.col(LASTV)[o].alias(n) for n, o, _ in last], *[code.alias(c) for c in lt],
+                               *[F.col(LASTV)[o].alias(n) for n, o, _ in last], *[_timing_code(F.col(LASTT)).alias(c) for c in lt],
                                F.lit(0).cast("long").alias(K), *mcols)
             merged = old.unionByName(merged)
         group, bounds = self._grouping(False)
@@ -553,9 +569,7 @@ class NativeStep:
             *[F.first(n, ignorenulls=True).alias(n) for n, _, _ in last])
         if last:
             lastv = F.when(F.col(LT).isNotNull(), F.struct(*[F.col(n).alias(o) for n, o, _ in last]))
-            # (not element_at: on a null index, Spark 4.3 gave the array's last element after
-            # an aggregation, and failed to optimise a plan of its own)
-            lastt = F.when(F.col(LT) == 1, _TIMINGS[0]).when(F.col(LT) == 2, _TIMINGS[1]).when(F.col(LT) == 3, _TIMINGS[2])
+            lastt = _timing_of(F.col(LT))
         else:
             lastv, lastt = F.lit(None), F.lit(None).cast("string")
         w = fresh.select(*key, WS, WE, LATE_WIN, K, *self.partial_columns, *mcols,
@@ -703,6 +717,8 @@ class NativeStream:
         self.ordered = ordered
         self.root = Path(checkpoint) / STATE_DIR
         self.root.mkdir(parents=True, exist_ok=True)
+        self._schema: ST.StructType | None = None
+        self._last: tuple[Path, DataFrame] | None = None  # the table the last step wrote, read back
 
     def _read(self, spark, path: Path, written: bool = False) -> DataFrame:
         """The windows table (its schema kept from the first read: no footer-reading job after),
@@ -710,11 +726,10 @@ class NativeStream:
         The table a step has just ``written`` is the next step's state: that DataFrame is kept
         for it (no second listing of its files; a step run again writes its table anew and
         reads it again)."""
-        if getattr(self, "_schema", None) is None:
+        if self._schema is None:
             self._schema = spark.read.parquet(str(path)).schema
-        last = getattr(self, "_last", None)
-        if not written and last is not None and last[0] == path:
-            return last[1]
+        if not written and self._last is not None and self._last[0] == path:
+            return self._last[1]
         df = spark.read.schema(self._schema).parquet(str(path))
         if written:
             self._last = (path, df)
