@@ -44,10 +44,10 @@ def window(df: Any, spec: "dict | str | Pipeline", *, buckets: int = 8, plan: st
     checkpoint)`` runs it; ``plan`` picks native Spark (``auto`` when the pipeline allows it) or
     the stateful engine (``"stateful"``: also gives ``result.panes`` as a streaming DataFrame)."""
     from .spark.planner import window_batch, window_stream
-    from .spark.session import without_call_sites
+    from .spark.session import plan_building
 
     p = pipeline(spec)
-    with without_call_sites():
+    with plan_building():
         if df.isStreaming:
             return window_stream(df, p, buckets=buckets, plan=plan)
         return window_batch(df, p, buckets=buckets)

@@ -95,6 +95,15 @@ def numeric_string_columns(df: DataFrame | ST.StructType, pipeline: Pipeline) ->
     return out
 
 
+def cast_to(c: Column, t: ST.DataType) -> Column:
+    """``c`` cast to ``t``: an atomic type (or an array of one) by its SQL name, one JVM call
+    (``Column.cast`` of a ``DataType`` makes five: the session, the type parsed, the cast)."""
+    e = t
+    while isinstance(e, ST.ArrayType):
+        e = e.elementType
+    return c.cast(t) if isinstance(e, (ST.StructType, ST.MapType, ST.UserDefinedType)) else c.cast(t.simpleString())
+
+
 def output_type(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
     """The Spark type of an aggregate's result."""
     def col_type():

@@ -39,9 +39,9 @@ from ..core.triggers import AfterCount, AfterWatermark, Never, Repeatedly
 from ..core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling
 from .columns import (
     CLOCK, DETAIL, INVALID, NUM, PUNCT, SEQ, SPARK_END_MS, TS, WMARK,
-    numeric_string_columns, output_type,
+    cast_to, numeric_string_columns, output_type,
 )
-from .session import without_call_sites
+from .session import plan_building
 
 WS, WE, LATE_WIN = "__panes_ws", "__panes_we", "__panes_created_late"
 OUT = "__panes_out"
@@ -232,7 +232,7 @@ def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
                        (F.lit(0).cast("long"),))
     if isinstance(fn, A.Sum):
         t = output_type(fn, schema)
-        return Partial((n,), (F.sum(c.cast(t)),), (F.sum(n).cast(t).alias(n),), col, (c.cast(t).alias(n),),
+        return Partial((n,), (F.sum(cast_to(c, t)),), (cast_to(F.sum(n), t).alias(n),), col, (cast_to(c, t).alias(n),),
                        (None,))
     if isinstance(fn, A.Avg):
         s, k = n + "s", n + "n"
@@ -296,7 +296,7 @@ def pane_columns(p: Pipeline, schema: ST.StructType, finals: list[Column]) -> li
         F.lit(0).cast("long").alias("pane_index"),
         F.lit(True).alias("is_last"),
         F.lit(False).alias("retraction"),
-        *[f.cast(output_type(a.fn, schema)).alias(a.output) for a, f in zip(p.aggregates, finals)],
+        *[cast_to(f, output_type(a.fn, schema)).alias(a.output) for a, f in zip(p.aggregates, finals)],
     ]
 
 
@@ -630,7 +630,7 @@ class NativeStep:
         discarding, retracting = p.accumulation == "discarding", p.accumulation == "retracting"
         timing = F.when(F.col(LATE_WIN) | F.col(NONEARLY), F.lit("LATE")).when(reached, F.lit("ON_TIME")) \
             .otherwise(F.lit("EARLY"))
-        values = F.struct(*[f.cast(output_type(a.fn, self.schema)).alias(a.output)
+        values = F.struct(*[cast_to(f, output_type(a.fn, self.schema)).alias(a.output)
                             for a, f in zip(p.aggregates, [pt.final for pt in self.parts])])
         w = w.withColumns({"__panes_t" + n: timing, "__panes_v" + n: values})
         emit = fire & ((F.col(NEW) > 0) | (F.col("__panes_t" + n) == "ON_TIME"))
@@ -768,7 +768,7 @@ class NativeStream:
         prior = [v for v in self._versions() if v < batch_id]
         here = self.root / f"v{batch_id}"
         shutil.rmtree(here, ignore_errors=True)
-        with without_call_sites():
+        with plan_building():
             if prior:
                 last = self.root / f"v{prior[-1]}"
                 wm = json.loads((last / "meta.json").read_text())["watermark"]
@@ -787,7 +787,7 @@ class NativeStream:
         # the version counts once its watermark is written: a batch run again reads the one before
         (here / "meta.json").write_text(json.dumps({"watermark": new_wm}))
         if dead:  # (a micro-batch without dead letters does not call the callback: no empty job)
-            with without_call_sites():
+            with plan_building():
                 dead_letters = self.step.dead_letters(batch, wm)
             on_dead_letters(dead_letters, batch_id)
         on_panes(panes, batch_id)

@@ -28,7 +28,7 @@ from .columns import (
     NUM, event_time_ms, numeric_string_columns, pane_schema, validation,
 )
 from .native import NativeStep, NativeStream, batch_unsupported, stream_unsupported
-from .session import without_call_sites
+from .session import plan_building
 from .stateful import KIND, PHASE, SUB, BucketProcessor
 
 
@@ -70,7 +70,7 @@ class WindowedResult:
     @property
     def dead_letters(self) -> DataFrame:
         if callable(self._dead_letters):
-            with without_call_sites():
+            with plan_building():
                 self._dead_letters = self._dead_letters()
         return self._frame(self._dead_letters, "dead letters")
 
