@@ -59,6 +59,12 @@ LT, _TIMINGS = "__panes_lt", ("EARLY", "ON_TIME", "LATE")  # the last pane's tim
 #: rows carried (ms) and whether some of them are dead letters: every row reaches the grouping,
 #: those that count in no window in one group of their own (window bounds null)
 GOT, DEAD, NONE = "__panes_got", "__panes_dead", "__panes_none"
+#: a stream's columns per row that no watermark changes (``NativeStep.row_columns``): event time
+#: (0 when missing), a data row that counts / is a dead letter, the row's window and when it
+#: expires, in a window; the numbers a value column holds (NaN as null) under ROWV + its name
+ROWT, ROWOK, ROWBAD, ROWWS, ROWWE, ROWEXP, ROWIN, ROWV = (
+    "__panes_row_t", "__panes_row_ok", "__panes_row_bad", "__panes_row_ws", "__panes_row_we",
+    "__panes_row_exp", "__panes_row_in", "__panes_row_v_")
 STATE_DIR = "panes_native"
 #: the windows table of a step is committed by its ``meta.json``, written after it (a step run
 #: again starts from an empty directory): Hadoop's file committer need not move the files once
@@ -157,11 +163,16 @@ def window_array(p: Pipeline, ts: Column) -> Column:
     return F.filter(win, lambda x: x["s"].isNotNull()) if isinstance(w, Hopping) and w.hop > w.size else win
 
 
+def several_windows_per_row(p: Pipeline) -> bool:
+    """Hopping windows with overlap; any other window holds a row alone, if any holds it."""
+    return isinstance(p.window, Hopping) and p.window.hop < p.window.size
+
+
 def row_window(p: Pipeline, ts: Column) -> dict[str, Column] | None:
     """The bounds (WS, WE: ms, half-open) of the one window of a row at ``ts``, null in a
     hopping gap; None when a row can be in several windows (hopping with overlap)."""
     w = p.window
-    if isinstance(w, Hopping) and w.hop < w.size:
+    if several_windows_per_row(p):
         return None
     if isinstance(w, (Tumbling, Hopping)):  # hop >= size: at most one window per row
         period = w.size if isinstance(w, Tumbling) else w.hop
@@ -316,6 +327,7 @@ class NativeStep:
         self.numeric_strings = numeric_string_columns(schema, p)
         self.float_values = [c for c in dict.fromkeys(p.value_columns) if c in schema.fieldNames()
                              and isinstance(schema[c].dataType, (ST.DoubleType, ST.FloatType))]
+        self.read_values = [*self.numeric_strings, *self.float_values]  # (see _values)
         t = p.trigger
         self.fires = isinstance(t, AfterWatermark)  # else Never: one pane when the window expires
         self.early_n = _count_of(t.early) if self.fires else 0
@@ -343,6 +355,31 @@ class NativeStep:
             return END_OF_INPUT
         return max(wm, got - self.delay)
 
+    def _values(self) -> dict[str, Column]:
+        """The value columns (``read_values``) as the aggregates read them: numbers read from
+        strings; NaN counts as no value, as null does in the core."""
+        fixed = {c: F.col(NUM + c) for c in self.numeric_strings}
+        fixed.update({c: F.col(c) for c in self.float_values})
+        return {c: F.when(~F.isnan(v), v) for c, v in fixed.items()}
+
+    def row_columns(self) -> dict[str, Column]:
+        """The columns of a stream's prepared rows that no watermark changes (ROW*; GOT, the
+        row's watermark value), added in the stream's own plan: Spark analyses that once, when
+        the query starts, where each micro-batch's plan is analysed anew, at a cost that grows
+        with its expressions (on_time's step took 20-50 ms per micro-batch on q7 with these
+        computed in it). ``on_time(..., metrics=True)`` reads them."""
+        p = self.p
+        data = F.col(PUNCT).isNull() & F.col(CLOCK).isNull()
+        # (a row without event time is assigned at 0: Spark's window() drops null times)
+        ts = F.coalesce(F.col(TS), F.lit(0).cast("long"))
+        cols = {GOT: F.unix_millis(F.col(WMARK)), ROWT: ts, ROWOK: data & F.col(INVALID).isNull(),
+                ROWBAD: data & F.col(INVALID).isNotNull(), **{ROWV + c: v for c, v in self._values().items()}}
+        one = row_window(p, ts)
+        if one is not None:  # (several windows per row: exploded in each micro-batch)
+            cols.update({ROWWS: one[WS], ROWWE: one[WE], ROWEXP: expiry(p, one[WE]),
+                         ROWIN: (data & F.col(INVALID).isNull()) & one[WE].isNotNull()})
+        return cols
+
     def on_time(self, rows: DataFrame, wm: int, step: int = 0, metrics: bool = False) -> DataFrame:
         """The on-time rows of a step's prepared rows, a row per (row, window). ``step`` orders
         arrivals across steps (first, last and collect_list break event-time ties by it).
@@ -351,34 +388,25 @@ class NativeStep:
         window has null key and window bounds, so that the grouping collects the step's watermark
         and dead-letter flag in one more group, in the same pass over the rows (``combine``)."""
         p = self.p
-        data = F.col(PUNCT).isNull() & F.col(CLOCK).isNull()
-        ok = data & F.col(INVALID).isNull()
         seq = {SEQ: F.struct(F.lit(step).cast("long").alias("b"), F.monotonically_increasing_id().alias("i"))} \
             if self.ordered else {}
-        # numbers read from strings; NaN counts as no value, as null does in the core
-        fixed = {c: F.col(NUM + c) for c in self.numeric_strings}
-        fixed.update({c: F.col(c) for c in self.float_values})
-        fixed = {c: F.when(~F.isnan(v), v) for c, v in fixed.items()}
         if not metrics:
-            good = rows.filter(ok)
-            good = assign(p, good.withColumns(seq) if seq else good, extra=fixed)
+            good = rows.filter(F.col(PUNCT).isNull() & F.col(CLOCK).isNull() & F.col(INVALID).isNull())
+            good = assign(p, good.withColumns(seq) if seq else good, extra=self._values())
             return good.filter(expiry(p, F.col(WE)) > F.lit(wm)) if wm > MIN_TIME else good
-        # (a row without event time is assigned at 0: Spark's window() drops null times)
-        ts = F.coalesce(F.col(TS), F.lit(0).cast("long"))
-        marks = {GOT: F.unix_millis(F.col(WMARK)), TS: ts, **seq}
-        bad = data & F.col(INVALID).isNotNull()
-        one = row_window(p, ts)
-        if one is None:  # several windows per row: exploded in a step of their own
-            good = assign(p, rows.withColumns({**marks, "__panes_ok": ok, "__panes_bad": bad}), keep_all=True)
-            one, ok, bad, marks = {WS: F.col(WS), WE: F.col(WE)}, F.col("__panes_ok"), F.col("__panes_bad"), {}
-        else:  # one step (each costs an analysis): the row's window written out where it is used
+        # (the rows carry row_columns(): only what the watermark decides is computed here)
+        marks = {TS: F.col(ROWT), **seq}
+        if several_windows_per_row(p):  # exploded in a step of their own
+            good = assign(p, rows.withColumns(marks), keep_all=True)
+            marks, in_window, ws, we, exp = {}, F.col(ROWOK), F.col(WS), F.col(WE), expiry(p, F.col(WE))
+        else:  # one step (each costs an analysis)
             good = rows
-        in_window = ok & one[WE].isNotNull()
-        expired = expiry(p, one[WE]) <= F.lit(wm) if wm > MIN_TIME else F.lit(False)
+            in_window, ws, we, exp = F.col(ROWIN), F.col(ROWWS), F.col(ROWWE), F.col(ROWEXP)
+        expired = exp <= F.lit(wm) if wm > MIN_TIME else F.lit(False)
         late, keep = in_window & expired, in_window & ~expired
-        cols = {**marks, **{k: F.when(keep, F.col(k)) for k in p.key}, WS: F.when(keep, one[WS]), WE: F.when(keep, one[WE])}
-        cols.update({c: F.when(keep, v) if c in cols else v for c, v in fixed.items()})
-        return good.withColumns({**cols, DEAD: F.when(bad | late, 1).otherwise(0)})
+        cols = {**marks, **{k: F.when(keep, F.col(k)) for k in p.key}, WS: F.when(keep, ws), WE: F.when(keep, we)}
+        cols.update({c: F.when(keep, F.col(ROWV + c)) if c in cols else F.col(ROWV + c) for c in self.read_values})
+        return good.withColumns({**cols, DEAD: F.when(F.col(ROWBAD) | late, 1).otherwise(0)})
 
     def dead_letters(self, rows: DataFrame, wm: int) -> DataFrame:
         """The dead letters of a step's prepared rows: the malformed ones, and the late ones, each
@@ -764,6 +792,8 @@ class NativeStream:
         return best[GOT], int(best[DEAD] or 0)
 
     def run(self, batch: DataFrame, batch_id: int, on_panes, on_dead_letters) -> None:
+        """One micro-batch: ``batch``, the stream's rows prepared (``planner._prepare``) with the
+        step's ``row_columns()``."""
         spark = batch.sparkSession
         prior = [v for v in self._versions() if v < batch_id]
         here = self.root / f"v{batch_id}"

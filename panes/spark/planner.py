@@ -233,9 +233,10 @@ def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: 
         raise ValueError(f"plan 'native' cannot run this pipeline: {why}")
     if plan in ("auto", "native") and why is None:
         record_columns = [c for c in df.columns if not c.startswith("__panes")]
-        prepared = _prepare(df, p, 0, ingestion=ingestion, control_wm=control_wm)
+        step = NativeStep(p, df.schema, record_columns)
+        prepared = _prepare(df, p, 0, ingestion=ingestion, control_wm=control_wm).withColumns(step.row_columns())
         return WindowedResult(None, None, None, explain_plan(p, "stream"), p, df.schema,
-                              native=NativeStep(p, df.schema, record_columns), source=prepared)
+                              native=step, source=prepared)
     if heartbeat is None:
         heartbeat = needs_clock(p) and not scripted_clock
     if heartbeat:

@@ -60,12 +60,13 @@ def test_a_micro_batch_run_again_rewrites_its_state_and_the_next_one_reads_it(sp
                [("a", t(5), 8), ("a", t(12), 16)],
                [("b", t(25), 32), ("a", t(1), 64)]]
     schema = _rows(spark, batches[0]).schema
-    stream = NativeStream(NativeStep(p, schema, ["k", "ts", "v"]), str(tmp_path))
+    step = NativeStep(p, schema, ["k", "ts", "v"])
+    stream = NativeStream(step, str(tmp_path))
     out: dict[int, list] = {}
 
     def run(i):
         got: list = []
-        stream.run(_prepare(_rows(spark, batches[i]), p, 0), i,
+        stream.run(_prepare(_rows(spark, batches[i]), p, 0).withColumns(step.row_columns()), i,
                    lambda df, b: got.extend((r.k, r.window_start.second, r.n, r.total) for r in df.collect()),
                    lambda df, b: got.extend(("dead", r.reason) for r in df.collect()))
         return sorted(got, key=str)
