@@ -117,6 +117,28 @@ def by_session_lag(key, ts, gap):
     return build
 
 
+def by_session_buckets(key, ts, gap, merge: dict[str, Callable[[str], Column]]):
+    """Batch sessions without sorting the rows: rows less than a gap apart are in one session, so
+    first aggregate each key's rows per gap-long bucket of time (hash aggregation, combined
+    map-side); then number the sessions over each key's buckets in time order (a bucket starts one
+    when it begins a gap or more after the previous one's last row) and merge the buckets'
+    aggregates per (key, number) with ``merge`` (name -> merge of that column's partials)."""
+    def build(df: DataFrame, aggs: Aggs) -> DataFrame:
+        names = list(aggs)
+        t = _ms(ts)
+        b = df.groupBy(*key, (t - F.pmod(t, F.lit(gap))).alias("__b")).agg(
+            F.min(t).alias("__lo"), F.max(t).alias("__hi"), *_agg(aggs))
+        order = Window.partitionBy(*key).orderBy("__lo")
+        prev = F.lag("__hi").over(order)
+        new = F.when(prev.isNull() | (F.col("__lo") - prev >= F.lit(gap)), 1).otherwise(0)
+        b = b.withColumn("__sid", F.sum(new).over(order.rowsBetween(Window.unboundedPreceding, 0)))
+        g = b.groupBy(*key, "__sid").agg(F.min("__lo").alias("__lo"), F.max("__hi").alias("__hi"),
+                                         *[merge[n](n).alias(n) for n in names])
+        return g.select(*_out(key, F.timestamp_millis(F.col("__lo")),
+                              F.timestamp_millis(F.col("__hi") + F.lit(gap)), names))
+    return build
+
+
 def by_key(key):
     """The global window: groupBy(key)."""
     def build(df: DataFrame, aggs: Aggs) -> DataFrame:
@@ -295,6 +317,7 @@ def benchmarks(keys_list=(1_000, 10_000, 100_000)) -> list[Bench]:
             plains5["explode_starts"] = by_start(["auction"], nx_ts, 10 * SECOND, 2 * SECOND)
             plains7["start_long"] = by_start([], nx_ts, 10 * SECOND)
             plains11["lag_running_sum"] = by_session_lag(["bidder"], nx_ts, 10 * SECOND)
+            plains11["gap_buckets"] = by_session_buckets(["bidder"], nx_ts, 10 * SECOND, {"bid_count": F.sum})
         out.append(Bench(f"nexmark_q5_{mode}", mode, "nexmark", q5, ["auction"], count_only("num"),
                          plains5, what="q5 first stage: bids per auction, hopping 10 s / 2 s"))
         out.append(Bench(f"nexmark_q7_{mode}", mode, "nexmark", q7, [], max_of("price", "maxprice"),
@@ -330,7 +353,8 @@ def benchmarks(keys_list=(1_000, 10_000, 100_000)) -> list[Bench]:
     out.append(Bench("sessions_batch", "batch", "events_10000", dict(base, window={"session": {"gap": "30 seconds"}}),
                      ev_key, COUNT_SUM,
                      {"session_window": by_session_window(ev_key, ev_ts, 30 * SECOND),
-                      "lag_running_sum": by_session_lag(ev_key, ev_ts, 30 * SECOND)},
+                      "lag_running_sum": by_session_lag(ev_key, ev_ts, 30 * SECOND),
+                      "gap_buckets": by_session_buckets(ev_key, ev_ts, 30 * SECOND, {"n": F.sum, "total": F.sum})},
                      what="sessions, gap 30 s, count+sum per key"))
     out.append(Bench("sliding_batch", "batch", "events_10000",
                      dict(base, window={"sliding": {"time_difference": "10 seconds"}}),
