@@ -115,18 +115,21 @@ def test_random_default_trigger_timelines_same_on_native_plan_and_core(spark, se
     _same_on_native_plan_and_core(spark, scenario)
 
 
-def _random_session_scenario(seed):
+def _random_session_scenario(seed, dense: bool = False):
     """Sessions under the default trigger, merging across micro-batches: rows that bridge kept
-    sessions, touching sessions (kept apart), late rows, a fixed gap or a gap per record."""
+    sessions, touching sessions (kept apart), late rows, a fixed gap or a gap per record.
+    ``dense``: many rows per micro-batch over a few gaps of time, so that rows a little more
+    than a gap apart meet in one micro-batch (they are in two sessions)."""
     import random
 
-    rnd = random.Random(300 + seed)
+    rnd = random.Random(300 + seed + (50 if dense else 0))
     per_record = seed % 2 == 1
+    span = 8_000 if dense else 20_000
     timeline = []
     for _ in range(8):
         recs = []
-        for _ in range(rnd.randint(1, 6)):
-            r = {"k": rnd.choice("ab"), "t": rnd.choice([rnd.randint(0, 20_000), 1000 * rnd.randint(0, 20)]),
+        for _ in range(rnd.randint(10, 25) if dense else rnd.randint(1, 6)):
+            r = {"k": rnd.choice("ab"), "t": rnd.choice([rnd.randint(0, span), 1000 * rnd.randint(0, span // 1000)]),
                  "v": rnd.choice([None, *range(5)])}
             if per_record:
                 r["g"] = rnd.choice([500, 1000, 3000])
@@ -147,6 +150,13 @@ def _random_session_scenario(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_random_session_timelines_same_on_native_plan_and_core(spark, seed):
     scenario = load_scenario(_random_session_scenario(seed))
+    _same_on_native_plan_and_core(spark, scenario)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_dense_session_timelines_same_on_native_plan_and_core(spark, seed):
+    """Fixed gap (the native plan first combines each key's rows per gap-long bucket of time)."""
+    scenario = load_scenario(_random_session_scenario(seed, dense=True))
     _same_on_native_plan_and_core(spark, scenario)
 
 
