@@ -194,12 +194,14 @@ def row_window(p: Pipeline, ts: Column) -> dict[str, Column] | None:
     raise TypeError(w)
 
 
-def assign(p: Pipeline, df: DataFrame, keep_all: bool = False, extra: dict | None = None) -> DataFrame:
+def assign(p: Pipeline, df: DataFrame, keep_all: bool = False, extra: dict | None = None,
+           ts: Column | None = None) -> DataFrame:
     """Rows with their windows, a row per (row, window), bounds in WS / WE (ms, half-open).
     A row in a hopping gap has no window: dropped, or kept with null bounds (``keep_all``).
-    ``extra``: more columns added in the same step (each DataFrame step costs an analysis)."""
+    ``extra``: more columns added in the same step (each DataFrame step costs an analysis);
+    ``ts``: the event time's expression (default: the ``TS`` column)."""
     w = p.window
-    ts = F.col(TS)
+    ts = F.col(TS) if ts is None else ts
     extra = extra or {}
     one = row_window(p, ts)
     if one is None:
@@ -357,10 +359,11 @@ class NativeStep:
             return END_OF_INPUT
         return max(wm, got - self.delay)
 
-    def _values(self) -> dict[str, Column]:
+    def _values(self, cols: dict[str, Column] | None = None) -> dict[str, Column]:
         """The value columns (``read_values``) as the aggregates read them: numbers read from
-        strings; NaN counts as no value, as null does in the core."""
-        fixed = {c: F.col(NUM + c) for c in self.numeric_strings}
+        strings (``NUM`` columns, or their expressions in ``cols``); NaN counts as no value, as
+        null does in the core."""
+        fixed = {c: (cols or {}).get(NUM + c, F.col(NUM + c)) for c in self.numeric_strings}
         fixed.update({c: F.col(c) for c in self.float_values})
         return {c: F.when(~F.isnan(v), v) for c, v in fixed.items()}
 
@@ -369,7 +372,7 @@ class NativeStep:
         row's watermark value), added in the stream's own plan: Spark analyses that once, when
         the query starts, where each micro-batch's plan is analysed anew, at a cost that grows
         with its expressions (on_time's step took 19-54 ms per micro-batch on q7 with these
-        computed in it). ``on_time(..., metrics=True)`` reads them."""
+        computed in it). ``on_time`` reads them."""
         p = self.p
         data = F.col(PUNCT).isNull() & F.col(CLOCK).isNull()
         # (a row without event time is assigned at 0: Spark's window() drops null times)
@@ -382,20 +385,22 @@ class NativeStep:
             cols.update({ROWWS: one[WS], ROWWE: one[WE], ROWEXP: expiry(p, one[WE]), ROWIN: ok & one[WE].isNotNull()})
         return cols
 
-    def on_time(self, rows: DataFrame, wm: int, step: int = 0, metrics: bool = False) -> DataFrame:
-        """The on-time rows of a step's prepared rows, a row per (row, window). ``step`` orders
-        arrivals across steps (first, last and collect_list break event-time ties by it).
-        ``metrics`` (a stream's step): every row stays, with ``GOT`` (its watermark value) and
-        ``DEAD`` (1: a dead letter, malformed or late in that window); a row that counts in no
-        window has null key and window bounds, so that the grouping collects the step's watermark
-        and dead-letter flag in one more group, in the same pass over the rows (``combine``)."""
-        p = self.p
-        seq = {SEQ: F.struct(F.lit(step).cast("long").alias("b"), F.monotonically_increasing_id().alias("i"))} \
+    def _seq(self, step: int) -> dict[str, Column]:
+        """A row's arrival order (step, then position), for the aggregates that break event-time
+        ties by it (first, last, collect_list); none for the others."""
+        return {SEQ: F.struct(F.lit(step).cast("long").alias("b"), F.monotonically_increasing_id().alias("i"))} \
             if self.ordered else {}
-        if not metrics:
-            good = rows.filter(F.col(PUNCT).isNull() & F.col(CLOCK).isNull() & F.col(INVALID).isNull())
-            good = assign(p, good.withColumns(seq) if seq else good, extra=self._values())
-            return good.filter(expiry(p, F.col(WE)) > F.lit(wm)) if wm > MIN_TIME else good
+
+    def on_time(self, rows: DataFrame, wm: int, step: int = 0) -> DataFrame:
+        """A stream step's prepared rows (with ``row_columns()``), a row per (row, window) for
+        the windows they count in. ``step`` orders arrivals across steps. Every row stays, with
+        ``GOT`` (its watermark value) and ``DEAD`` (1: a dead letter, malformed or late in that
+        window); a row that counts in no window has null key and window bounds, so that the
+        grouping collects the step's watermark and dead-letter flag in one more group, in the
+        same pass over the rows (``combine(..., metrics=True)``). (Bounded input:
+        ``on_time_bounded``.)"""
+        p = self.p
+        seq = self._seq(step)
         # (the rows carry row_columns(): only what the watermark decides is computed here)
         marks = {TS: F.col(ROWT), **seq}
         if several_windows_per_row(p):  # exploded in a step of their own
@@ -409,6 +414,21 @@ class NativeStep:
         cols = {**marks, **{k: F.when(keep, F.col(k)) for k in p.key}, WS: F.when(keep, ws), WE: F.when(keep, we)}
         cols.update({c: F.when(keep, F.col(ROWV + c)) if c in cols else F.col(ROWV + c) for c in self.read_values})
         return good.withColumns({**cols, DEAD: F.when(F.col(ROWBAD) | late, 1).otherwise(0)})
+
+    def on_time_bounded(self, rows: DataFrame, cols: dict[str, Column], counts: Column) -> DataFrame:
+        """``on_time`` of bounded input from an empty state, on the input's own rows: ``cols``
+        and ``counts`` are the engine's columns as expressions and the test of a row that counts
+        (``planner.engine_columns``), written into a filter and one projection (each DataFrame
+        step costs an analysis of the plan, which grows with the columns added before it)."""
+        p = self.p
+        ts = cols[TS]
+        new = {TS: ts, **self._seq(0), **self._values(cols)}
+        one = row_window(p, ts)
+        if one is None:  # several windows per row: exploded in a step of their own
+            return assign(p, rows.filter(counts), extra=new, ts=ts)
+        if isinstance(p.window, Hopping) and p.window.hop > p.window.size:
+            counts = counts & one[WE].isNotNull()  # (a row in a gap has no window)
+        return rows.filter(counts).withColumns({**new, **one})
 
     def dead_letters(self, rows: DataFrame, wm: int) -> DataFrame:
         """The dead letters of a step's prepared rows: the malformed ones, and the late ones, each
@@ -436,7 +456,7 @@ class NativeStep:
     def combine(self, good: DataFrame, state: DataFrame | None, wm: int, metrics: bool = False) -> DataFrame:
         """The windows after the step: the state's open windows merged with the on-time rows
         (for after_watermark, with what the rows fired: ``OUT``; see ``watermark_moved``).
-        ``metrics``: ``good`` is ``on_time(..., metrics=True)``; each window also has ``GOT`` and
+        ``metrics``: ``good`` is a stream step's ``on_time``; each window also has ``GOT`` and
         ``DEAD`` of its rows, and one more group (null bounds) those of the rows in no window."""
         p = self.p
         key = list(p.key)
@@ -720,7 +740,7 @@ class NativeStep:
     def open(self, windows: DataFrame, wm: int, metrics: bool = False) -> DataFrame:
         """The windows a step leaves open, read back from its table with the watermark after it
         (the group of rows in no window left out: its expiry test is null; ``metrics``: with
-        null ``GOT`` and ``DEAD``, to merge with ``on_time(..., metrics=True)``)."""
+        null ``GOT`` and ``DEAD``, to merge with ``on_time``)."""
         if self.fires:
             windows = self.watermark_moved(windows.filter(F.col(WE).isNotNull()), wm)
         extra = [F.lit(None).cast("long").alias(GOT), F.lit(None).cast("int").alias(DEAD)] if metrics else []
@@ -800,10 +820,10 @@ class NativeStream:
             else:
                 wm, state = MIN_TIME, None
             # one job, one pass over the rows: the windows table it writes also holds the step's
-            # largest watermark value and whether it has dead letters (``on_time(metrics=True)``).
+            # largest watermark value and whether it has dead letters (``on_time``).
             # The rows are not persisted: each job reads only the columns it needs (measured
             # faster than caching)
-            good = self.step.on_time(batch, wm, batch_id, metrics=True)
+            good = self.step.on_time(batch, wm, batch_id)
             self.step.combine(good, state, wm, metrics=True).write.options(**_WRITE_OPTIONS).parquet(str(here / "windows"))
             got, dead = self._metrics(spark, here / "windows")
             new_wm = self.step.watermark_after(got, wm)

@@ -137,6 +137,26 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
     names a column of explicit watermark steps (replay); ``ingestion`` is the ingestion time when
     there is no event_time."""
     schema = df.schema  # (asked once: each DataFrame.schema is a JVM round trip)
+    cols_out, _ = engine_columns(schema, p, ingestion, control_wm, watermark)
+    out = df.withColumns(cols_out)
+    if not buckets:
+        return out  # batch native plan: no buckets
+    if p.key:
+        bucket = F.pmod(F.xxhash64(*[F.col(k) for k in p.key]), F.lit(buckets)).cast("int")
+    else:
+        bucket = F.lit(0)
+    if CLOCK not in schema.fieldNames():
+        return out.withColumn(BUCKET, bucket)
+    # clock rows (heartbeat, scripted clock) reach every bucket
+    out = out.withColumn(BUCKET, F.explode(F.when(F.col(CLOCK).isNotNull(), F.sequence(F.lit(0), F.lit(buckets - 1)))
+                                           .otherwise(F.array(bucket))))
+    return out
+
+
+def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None = None,
+                   control_wm: str | None = None, watermark: bool = True) -> tuple[dict[str, Column], Column]:
+    """The columns ``_prepare`` adds, as expressions of the input's columns, and the test of a
+    data row that counts (not punctuation, not a clock row, valid)."""
     cols = schema.fieldNames()
     if p.event_time:
         if p.event_time not in cols:
@@ -171,27 +191,15 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
                 INVALID: reason if data_row is None else F.when(data_row, reason),
                 DETAIL: detail if data_row is None else F.when(data_row, detail),
                 **({} if CLOCK in cols else {CLOCK: F.lit(None).cast("long")})}
+    counts = reason.isNull() if data_row is None else data_row & reason.isNull()
     if watermark:
         # the column Spark's watermark tracks: event time (max_delay rule) and punctuation values
         delay = p.watermark.max_delay
-        good = reason.isNull() if data_row is None else data_row & reason.isNull()
-        wm_ms = F.when(good, F.lit(None).cast("long") if p.watermark.punctuation else ts)
+        wm_ms = F.when(counts, F.lit(None).cast("long") if p.watermark.punctuation else ts)
         if puncts:
             wm_ms = F.when(punct.isNotNull(), punct + F.lit(0 if p.watermark.punctuation else delay)).otherwise(wm_ms)
         cols_out[WMARK] = F.timestamp_millis(wm_ms)
-    out = df.withColumns(cols_out)
-    if not buckets:
-        return out  # batch native plan: no buckets
-    if p.key:
-        bucket = F.pmod(F.xxhash64(*[F.col(k) for k in p.key]), F.lit(buckets)).cast("int")
-    else:
-        bucket = F.lit(0)
-    if CLOCK not in cols:
-        return out.withColumn(BUCKET, bucket)
-    # clock rows (heartbeat, scripted clock) reach every bucket
-    out = out.withColumn(BUCKET, F.explode(F.when(F.col(CLOCK).isNotNull(), F.sequence(F.lit(0), F.lit(buckets - 1)))
-                                           .otherwise(F.array(bucket))))
-    return out
+    return cols_out, counts
 
 
 def _ms(df: DataFrame | ST.StructType, column: str) -> Column:
@@ -313,13 +321,15 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
     schema = df.schema
     record_columns = [c for c in schema.fieldNames() if not c.startswith("__panes")]
     native = native_batch_supported(p)
-    prepared = _prepare(df, p, 0 if native else buckets, ingestion=F.unix_millis(F.current_timestamp()),
-                        watermark=False)
+    ingestion = F.unix_millis(F.current_timestamp())
     if native:
         # one native step from an empty state, then the end of the input
         step = NativeStep(_final_answer(p), schema, record_columns)
-        panes = step.closed(step.combine(step.on_time(prepared, MIN_TIME), None, MIN_TIME), END_OF_INPUT)
-        return WindowedResult(panes, lambda: step.dead_letters(prepared, MIN_TIME), None, explain_plan(p, "batch"))
+        cols, counts = engine_columns(schema, p, ingestion, watermark=False)
+        panes = step.closed(step.combine(step.on_time_bounded(df, cols, counts), None, MIN_TIME), END_OF_INPUT)
+        return WindowedResult(panes, lambda: step.dead_letters(_prepare(df, p, 0, ingestion=ingestion, watermark=False), MIN_TIME),
+                              None, explain_plan(p, "batch"))
+    prepared = _prepare(df, p, buckets, ingestion=ingestion, watermark=False)
     invalid = prepared.filter(F.col(INVALID).isNotNull())
     dead = invalid.select(
         F.col(INVALID).alias("reason"),
