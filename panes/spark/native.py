@@ -339,6 +339,14 @@ class NativeStep:
         # the last pane is kept only to retract it
         self.trigger_state = _TRIGGER_STATE if p.accumulation == "retracting" else \
             tuple(c for c in _TRIGGER_STATE if c not in (LASTV, LASTT))
+        self._memos: dict = {}
+
+    def _memo(self, key, build):
+        """Columns that no watermark changes, built once per step and reused by every micro-batch
+        (each Column costs JVM round trips: the firing plans made ~2,000 per micro-batch)."""
+        if key not in self._memos:
+            self._memos[key] = build()
+        return self._memos[key]
 
     @property
     def partial_columns(self) -> list[str]:
@@ -581,6 +589,22 @@ class NativeStep:
         OUT. The second half, what the watermark's move fires, is ``watermark_moved``: it needs
         the watermark after the step, which the step's job itself collects (``GOT``), so it runs when the
         windows are read back (for the step's panes, and as the next step's state)."""
+        c = self._memo(("firing", tuple(mcols)), lambda: self._firing_columns(mcols))
+        wm_lit = F.lit(wm)
+        reached = c["finite"] & (wm_lit >= F.col(WE))
+        merged = rows.select(*c["rows_head"], (c["finite"] & (wm_lit >= F.col(WE))).alias(LATE_WIN), *c["rows_tail"])
+        if state is not None:
+            merged = state.select(*c["old"]).unionByName(merged)
+        w = merged.groupBy(*c["group"]).agg(*c["agg"]).select(*c["fresh"])
+        w = w.withColumns(c["counted"])
+        w = w.withColumn("__panes_fire1", c["touched"] & ((~F.col(PLATE) & (reached | c["early"])) | c["late"]))
+        w = self._emit(w, "1", reached)
+        # the firing's trigger transitions: the count restarts; the on-time firing ends the early phase
+        plate = (F.col(PLATE) | (F.col("__panes_fire1") & reached)).alias(PLATE)
+        return w.select(*[plate if col is None else col for col in c["final"]])
+
+    def _firing_columns(self, mcols: list[str]) -> dict:
+        """The columns of ``_combine_firing`` that no watermark changes (see ``_memo``)."""
         p = self.p
         key = list(p.key)
         # the last pane (kept to retract it) in columns of its own, its timing as a number: an
@@ -591,92 +615,102 @@ class NativeStep:
         last = [(f"__panes_lv{i}", a.output, output_type(a.fn, self.schema)) for i, a in enumerate(p.aggregates)] \
             if LASTV in self.trigger_state else []
         lt = [LT] if last else []
-        # one grouping for the kept windows and the rows (each row its own partial): one shuffle
-        merged = rows.select(*key, WS, WE, *[c for pt in self.parts for c in pt.one_row],
-                             F.lit(1).cast("long").alias(K),
-                             ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN),
-                             *[F.lit(None).alias(c) for c in counters],
-                             *[F.lit(None).cast(t).alias(n) for n, _, t in last], *[F.lit(None).cast("int").alias(c) for c in lt],
-                             *mcols)
-        if state is not None:
-            old = state.select(*key, WS, WE, LATE_WIN, *self.partial_columns, *counters,
-                               *[F.col(LASTV)[o].alias(n) for n, o, _ in last], *[_timing_code(F.col(LASTT)).alias(c) for c in lt],
-                               F.lit(0).cast("long").alias(K), *mcols)
-            merged = old.unionByName(merged)
         group, bounds = self._grouping(False)
-        fresh = merged.groupBy(*key, *group).agg(
-            *[bounds[c].alias(c) for c in (WS, WE) if c in bounds], F.bool_and(LATE_WIN).alias(LATE_WIN), F.sum(K).alias(K),
-            *[c for pt in self.parts for c in pt.merge],
-            *[F.max(c).alias(c) for c in [*counters, *lt, *mcols]],
-            *[F.first(n, ignorenulls=True).alias(n) for n, _, _ in last])
         if last:
             lastv = F.when(F.col(LT).isNotNull(), F.struct(*[F.col(n).alias(o) for n, o, _ in last]))
             lastt = _timing_of(F.col(LT))
         else:
             lastv, lastt = F.lit(None), F.lit(None).cast("string")
-        w = fresh.select(*key, WS, WE, LATE_WIN, K, *self.partial_columns, *mcols,
-                         F.coalesce(F.col(CNT), F.lit(0)).cast("long").alias(CNT),
-                         F.coalesce(F.col(PLATE), F.lit(False)).alias(PLATE),
-                         F.coalesce(F.col(NEW), F.lit(0)).cast("long").alias(NEW),
-                         F.coalesce(F.col(IDX), F.lit(0)).cast("long").alias(IDX),
-                         lastv.alias(LASTV), lastt.alias(LASTT),
-                         F.coalesce(F.col(NONEARLY), F.lit(False)).alias(NONEARLY))
-        end = F.col(WE)
-        finite = end < F.lit(MAX_TIME)
         early_n, late_n = self.early_n, self.late_n
-        # the rows: elements count for the trigger of the window's phase
         touched = F.col(K) > 0
+        # the rows: elements count for the trigger of the window's phase
         counts = (~F.col(PLATE) & F.lit(early_n > 0)) | (F.col(PLATE) & F.lit(late_n > 0))
-        # (withColumns per stage: each DataFrame call analyses the plan so far, and a chain of one
-        # call per column made planning dominate the micro-batch)
-        w = w.withColumns({CNT: F.when(touched & counts, F.col(CNT) + F.col(K)).otherwise(F.col(CNT)),
-                           NEW: F.col(NEW) + F.col(K)})
-        reached = finite & (F.lit(wm) >= end)
-        fire = touched & (
-            (~F.col(PLATE) & (reached | (F.lit(early_n > 0) & (F.col(CNT) >= F.lit(max(early_n, 1))))))
-            | (F.col(PLATE) & F.lit(late_n > 0) & (F.col(CNT) >= F.lit(max(late_n, 1)))))
-        w = w.withColumn("__panes_fire1", fire)
-        w = self._emit(w, "1", F.col("__panes_fire1"), reached, F.lit(False))
-        # the firing's trigger transitions: the count restarts; the on-time firing ends the early phase
         fired = F.col("__panes_fire1")
-        final = {PLATE: F.col(PLATE) | (fired & reached), CNT: F.when(fired, F.lit(0)).otherwise(F.col(CNT)).cast("long"),
+        final = {PLATE: None, CNT: F.when(fired, F.lit(0)).otherwise(F.col(CNT)).cast("long"),
                  OUT: F.filter(F.array(F.col("__panes_retr1"), F.col("__panes_pane1")), lambda x: x.isNotNull())}
-        return w.select(*[final.get(c, F.col(c)).alias(c) for c in self.state_columns], final[OUT].alias(OUT), *mcols)
+        return {
+            "finite": F.col(WE) < F.lit(MAX_TIME),
+            # one grouping for the kept windows and the rows (each row its own partial): one shuffle
+            "rows_head": [*key, WS, WE, *[c for pt in self.parts for c in pt.one_row], F.lit(1).cast("long").alias(K)],
+            "rows_tail": [*[F.lit(None).alias(c) for c in counters],
+                          *[F.lit(None).cast(t).alias(n) for n, _, t in last], *[F.lit(None).cast("int").alias(c) for c in lt],
+                          *mcols],
+            "old": [*key, WS, WE, LATE_WIN, *self.partial_columns, *counters,
+                    *[F.col(LASTV)[o].alias(n) for n, o, _ in last], *[_timing_code(F.col(LASTT)).alias(c) for c in lt],
+                    F.lit(0).cast("long").alias(K), *mcols],
+            "group": [*key, *group],
+            "agg": [*[bounds[c].alias(c) for c in (WS, WE) if c in bounds], F.bool_and(LATE_WIN).alias(LATE_WIN),
+                    F.sum(K).alias(K), *[c for pt in self.parts for c in pt.merge],
+                    *[F.max(c).alias(c) for c in [*counters, *lt, *mcols]],
+                    *[F.first(n, ignorenulls=True).alias(n) for n, _, _ in last]],
+            "fresh": [*key, WS, WE, LATE_WIN, K, *self.partial_columns, *mcols,
+                      F.coalesce(F.col(CNT), F.lit(0)).cast("long").alias(CNT),
+                      F.coalesce(F.col(PLATE), F.lit(False)).alias(PLATE),
+                      F.coalesce(F.col(NEW), F.lit(0)).cast("long").alias(NEW),
+                      F.coalesce(F.col(IDX), F.lit(0)).cast("long").alias(IDX),
+                      lastv.alias(LASTV), lastt.alias(LASTT),
+                      F.coalesce(F.col(NONEARLY), F.lit(False)).alias(NONEARLY)],
+            # (withColumns per stage: each DataFrame call analyses the plan so far, and a chain of
+            # one call per column made planning dominate the micro-batch)
+            "counted": {CNT: F.when(touched & counts, F.col(CNT) + F.col(K)).otherwise(F.col(CNT)),
+                        NEW: F.col(NEW) + F.col(K)},
+            "touched": touched,
+            "early": F.lit(early_n > 0) & (F.col(CNT) >= F.lit(max(early_n, 1))),
+            "late": F.col(PLATE) & F.lit(late_n > 0) & (F.col(CNT) >= F.lit(max(late_n, 1))),
+            # (None: the PLATE column, which the watermark decides)
+            "final": [*[None if c == PLATE else final.get(c, F.col(c)).alias(c) for c in self.state_columns],
+                      final[OUT].alias(OUT), *mcols],
+        }
 
     def watermark_moved(self, windows: DataFrame, wm_after: int) -> DataFrame:
         """The second half of an after_watermark step (``_combine_firing``): the watermark moves to
         ``wm_after``; windows expire (their last pane) or fire ON_TIME. Their panes follow the
         step's others in OUT."""
-        p = self.p
-        end = F.col(WE)
-        finite = end < F.lit(MAX_TIME)
+        c = self._memo("moved", self._moved_columns)
         wm2 = F.lit(wm_after)
-        expired = wm2 >= expiry(p, end)
-        reached = (finite & (wm2 >= end)) | F.lit(wm_after >= END_OF_INPUT)
-        ontime = ~expired & ~F.col(PLATE) & finite & (wm2 >= end)
-        # (the last pane is kept only to retract it)
-        last = {} if LASTV in self.trigger_state else {LASTV: F.lit(None), LASTT: F.lit(None).cast("string")}
+        expired = wm2 >= c["expiry"]
+        due = c["finite"] & (wm2 >= F.col(WE))
+        reached = due | F.lit(wm_after >= END_OF_INPUT)
+        ontime = ~expired & ~F.col(PLATE) & due
         w = windows.withColumns({"__panes_exp": expired, "__panes_fire2": expired | ontime, "__panes_ontime": ontime,
-                                 **last})
-        w = self._emit(w, "2", F.col("__panes_fire2"), reached, F.col("__panes_exp"))
+                                 **c["last"]})
+        w = self._emit(w, "2", reached)
+        return w.select(*c["final"])
+
+    def _moved_columns(self) -> dict:
+        """The columns of ``watermark_moved`` that no watermark changes (see ``_memo``)."""
         ontime = F.col("__panes_ontime")
         final = {PLATE: F.col(PLATE) | ontime, CNT: F.when(ontime, F.lit(0)).otherwise(F.col(CNT)).cast("long"),
                  OUT: F.concat(F.col(OUT), F.filter(F.array(F.col("__panes_retr2"), F.col("__panes_pane2")),
                                                     lambda x: x.isNotNull()))}
-        return w.select(*[final.get(c, F.col(c)).alias(c) for c in self.state_columns], final[OUT].alias(OUT))
+        return {
+            "finite": F.col(WE) < F.lit(MAX_TIME),
+            "expiry": expiry(self.p, F.col(WE)),
+            # (the last pane is kept only to retract it)
+            "last": {} if LASTV in self.trigger_state else {LASTV: F.lit(None), LASTT: F.lit(None).cast("string")},
+            "final": [*[final.get(c, F.col(c)).alias(c) for c in self.state_columns], final[OUT].alias(OUT)],
+        }
 
-    def _emit(self, w: DataFrame, n: str, fire: Column, reached: Column, final: Column) -> DataFrame:
-        """A firing (``_emit`` of the engine): the pane unless it is empty and not ON_TIME, the
-        retraction of the previous pane first (retracting mode), then the bookkeeping."""
-        p = self.p
-        discarding, retracting = p.accumulation == "discarding", p.accumulation == "retracting"
+    def _emit(self, w: DataFrame, n: str, reached: Column) -> DataFrame:
+        """A firing (``_emit`` of the engine) of the windows whose ``__panes_fire<n>`` is set: the
+        pane unless it is empty and not ON_TIME, the retraction of the previous pane first
+        (retracting mode), then the bookkeeping. ``n``: "1", the rows' firings (never the last
+        pane), or "2", the watermark's (the last pane when ``__panes_exp``)."""
         timing = F.when(F.col(LATE_WIN) | F.col(NONEARLY), F.lit("LATE")).when(reached, F.lit("ON_TIME")) \
             .otherwise(F.lit("EARLY"))
+        c = self._memo(("emit", n), lambda: self._emit_columns(n))
+        w = w.withColumns({"__panes_t" + n: timing, "__panes_v" + n: c["values"]})
+        w = w.withColumns({"__panes_e" + n: c["emit"]})
+        return w.withColumns(c["after"])
+
+    def _emit_columns(self, n: str) -> dict:
+        """The columns of ``_emit`` that no watermark changes (see ``_memo``)."""
+        p = self.p
+        discarding, retracting = p.accumulation == "discarding", p.accumulation == "retracting"
+        fire, final = F.col("__panes_fire" + n), F.lit(False) if n == "1" else F.col("__panes_exp")
         values = F.struct(*[cast_to(f, output_type(a.fn, self.schema)).alias(a.output)
                             for a, f in zip(p.aggregates, [pt.final for pt in self.parts])])
-        w = w.withColumns({"__panes_t" + n: timing, "__panes_v" + n: values})
         emit = fire & ((F.col(NEW) > 0) | (F.col("__panes_t" + n) == "ON_TIME"))
-        w = w.withColumns({"__panes_e" + n: emit})
         e = F.col("__panes_e" + n)
 
         phase = 2 if n == "1" else 3  # the rows' firings, then the watermark's
@@ -708,7 +742,7 @@ class NativeStep:
                     else:
                         reset = F.when(e, empty).otherwise(c)
                     after[name] = reset
-        return w.withColumns(after)
+        return {"values": values, "emit": emit, "after": after}
 
     def closed(self, windows: DataFrame, wm: int, ordered: bool = False, table: bool = False) -> DataFrame:
         """The panes of the step: for the default trigger, of the windows the watermark closed;
@@ -722,20 +756,28 @@ class NativeStep:
             if wm >= END_OF_INPUT:
                 due = windows.filter(F.col(WE).isNotNull()) if table else windows
             else:
-                due = windows.filter(expiry(p, F.col(WE)) <= F.lit(wm))
-            cols = pane_columns(p, self.schema, [pt.final for pt in self.parts])
-            if ordered:
-                cols += [F.lit(3).alias(PHASE_COL), F.lit(0).alias(SUB_COL)]
-            return due.select(*cols)
+                due = windows.filter(self._memo("expiry", lambda: expiry(p, F.col(WE))) <= F.lit(wm))
+            return due.select(*self._memo(("panes", ordered), lambda: self._pane_columns(ordered)))
         if table:
             windows = windows.filter(F.col(WE).isNotNull())
-        fired = self.watermark_moved(windows, wm).filter(F.size(OUT) > 0).select(*p.key, WS, WE, F.posexplode(OUT).alias("__panes_pos", "__o"))
+        c = self._memo(("fired", ordered), lambda: self._fired_columns(ordered))
+        return self.watermark_moved(windows, wm).filter(c["any"]).select(*c["exploded"]).select(*c["panes"])
+
+    def _pane_columns(self, ordered: bool) -> list[Column]:
+        """The pane rows of the default trigger's closed windows (``closed``; see ``_memo``)."""
+        cols = pane_columns(self.p, self.schema, [pt.final for pt in self.parts])
+        return cols + [F.lit(3).alias(PHASE_COL), F.lit(0).alias(SUB_COL)] if ordered else cols
+
+    def _fired_columns(self, ordered: bool) -> dict:
+        """The pane rows of what fired, from OUT (``closed``; see ``_memo``)."""
+        p = self.p
         cols = [*window_columns(p), F.col("__o.timing").alias("timing"), F.col("__o.pane_index").alias("pane_index"),
                 F.col("__o.is_last").alias("is_last"), F.col("__o.retraction").alias("retraction"),
                 *[F.col(f"__o.v.{a.output}").alias(a.output) for a in p.aggregates]]
         if ordered:
             cols += [F.col("__o.phase").alias(PHASE_COL), F.col("__panes_pos").alias(SUB_COL)]
-        return fired.select(*cols)
+        return {"any": F.size(OUT) > 0, "exploded": [*p.key, WS, WE, F.posexplode(OUT).alias("__panes_pos", "__o")],
+                "panes": cols}
 
     def open(self, windows: DataFrame, wm: int, metrics: bool = False) -> DataFrame:
         """The windows a step leaves open, read back from its table with the watermark after it
@@ -743,8 +785,9 @@ class NativeStep:
         null ``GOT`` and ``DEAD``, to merge with ``on_time``)."""
         if self.fires:
             windows = self.watermark_moved(windows.filter(F.col(WE).isNotNull()), wm)
-        extra = [F.lit(None).cast("long").alias(GOT), F.lit(None).cast("int").alias(DEAD)] if metrics else []
-        return windows.filter(expiry(self.p, F.col(WE)) > F.lit(wm)).select(*self.state_columns, *extra)
+        extra = self._memo("no_metrics", lambda: [F.lit(None).cast("long").alias(GOT), F.lit(None).cast("int").alias(DEAD)]) \
+            if metrics else []
+        return windows.filter(self._memo("expiry", lambda: expiry(self.p, F.col(WE))) > F.lit(wm)).select(*self.state_columns, *extra)
 
 
 # -- streaming: a step per micro-batch ----------------------------------------------------------------------
