@@ -590,9 +590,9 @@ class NativeStep:
         the watermark after the step, which the step's job itself collects (``GOT``), so it runs when the
         windows are read back (for the step's panes, and as the next step's state)."""
         c = self._memo(("firing", tuple(mcols)), lambda: self._firing_columns(mcols))
-        wm_lit = F.lit(wm)
-        reached = c["finite"] & (wm_lit >= F.col(WE))
-        merged = rows.select(*c["rows_head"], (c["finite"] & (wm_lit >= F.col(WE))).alias(LATE_WIN), *c["rows_tail"])
+        reached = c["finite"] & (F.lit(wm) >= F.col(WE))
+        # (a row's window is created late when the watermark already reached its end)
+        merged = rows.select(*c["rows_head"], reached.alias(LATE_WIN), *c["rows_tail"])
         if state is not None:
             merged = state.select(*c["old"]).unionByName(merged)
         w = merged.groupBy(*c["group"]).agg(*c["agg"]).select(*c["fresh"])
