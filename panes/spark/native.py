@@ -411,8 +411,8 @@ class NativeStep:
         seq = self._seq(step)
         # (the rows carry row_columns(): only what the watermark decides is computed here)
         marks = {TS: F.col(ROWT), **seq}
-        if several_windows_per_row(p):  # exploded in a step of their own
-            good = assign(p, rows.withColumns(marks), keep_all=True)
+        if several_windows_per_row(p):  # exploded, the marks added in the same step
+            good = assign(p, rows, keep_all=True, extra=marks, ts=F.col(ROWT))
             marks, in_window, ws, we, exp = {}, F.col(ROWOK), F.col(WS), F.col(WE), expiry(p, F.col(WE))
         else:  # one step (each costs an analysis)
             good = rows

@@ -111,7 +111,7 @@ def explain_plan(pipeline: Pipeline, mode: str = "stream") -> str:
     if mode == "batch":
         if native_batch_supported(pipeline):
             return ("batch: native Spark aggregation (window assignment by expressions, sessions "
-                    "merged in time order by window functions after a grouping per gap of time, KIP-450 sliding "
+                    "merged as intervals in time order by window functions (rows first grouped per gap of time when the gap is fixed), KIP-450 sliding "
                     "windows framed with window functions, groupBy, native aggregate functions)")
         return ("batch: core engine over hash buckets of the key (" + batch_unsupported(pipeline) + ")")
     why = stream_unsupported(pipeline)
