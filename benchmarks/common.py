@@ -134,7 +134,8 @@ def start_spark():
     spark = get_spark()
     log(f"spark {spark.version} session ready in {time.perf_counter() - t0:.1f} s "
         f"(master {spark.sparkContext.master}, shuffle partitions "
-        f"{spark.conf.get('spark.sql.shuffle.partitions')})")
+        f"{spark.conf.get('spark.sql.shuffle.partitions')}, two-level aggregation map "
+        f"{spark.conf.get('spark.sql.codegen.aggregate.map.twolevel.enabled')}: both sides)")
     return spark
 
 
