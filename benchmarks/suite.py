@@ -203,27 +203,33 @@ def _log_offset(p: dict) -> int | None:
 
 
 def native_state(ckpt: str) -> dict | None:
-    """Size of panes' own state under the checkpoint (``panes_native/v<batch>``, the newest
-    version): bytes of all its files and rows of its parquet files."""
+    """Size of panes' own state under the checkpoint: the tables that hold the open windows after
+    the newest version (``panes_native/v<batch>/meta.json`` lists them; a step may keep them in
+    several versions' tables): bytes of all their files and rows of their parquet files."""
     root = Path(ckpt) / "panes_native"
     if not root.is_dir():
         return None
-    versions = [d for d in root.iterdir() if d.is_dir() and d.name[1:].isdigit()]
+    versions = [d for d in root.iterdir() if d.is_dir() and d.name[1:].isdigit() and (d / "meta.json").exists()]
     if not versions:
         return None
     newest = max(versions, key=lambda d: int(d.name[1:]))
+    try:
+        tables = [root / t["path"] for t in json.loads((newest / "meta.json").read_text()).get("tables", [])]
+    except (OSError, ValueError):  # a version being replaced
+        return None
     size, rows = 0, 0
     import pyarrow.parquet as pq
 
-    for f in newest.rglob("*"):
-        if f.is_file():
-            size += f.stat().st_size
-            if f.suffix == ".parquet":
-                try:
-                    rows += pq.ParquetFile(f).metadata.num_rows
-                except Exception:  # a file being replaced
-                    pass
-    return {"version": int(newest.name[1:]), "state_dir_bytes": size, "state_dir_rows": rows}
+    for d in tables:
+        for f in d.rglob("*"):
+            if f.is_file():
+                size += f.stat().st_size
+                if f.suffix == ".parquet":
+                    try:
+                        rows += pq.ParquetFile(f).metadata.num_rows
+                    except Exception:  # a file being replaced
+                        pass
+    return {"version": int(newest.name[1:]), "tables": len(tables), "state_dir_bytes": size, "state_dir_rows": rows}
 
 
 def _finish(q, t0: float, timeout: float, records: int) -> dict:

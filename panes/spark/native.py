@@ -88,6 +88,14 @@ def batch_unsupported(p: Pipeline) -> str | None:
     return _aggregates_unsupported(p)
 
 
+def appends(p: Pipeline) -> bool:
+    """Whether a stream step may add its rows' partials to the kept windows as a table of their
+    own instead of rewriting them all (``NativeStream``): the default trigger on fixed windows,
+    whose partials of a window merge whichever steps made them (sessions merge by overlap; the
+    firing plans keep each window's trigger state)."""
+    return isinstance(p.trigger, Never) and not isinstance(p.window, Sessions)
+
+
 def _aggregates_unsupported(p: Pipeline) -> str | None:
     bad = [a.output for a in p.aggregates if not isinstance(a.fn, _MERGEABLE)]
     return f"aggregates {bad} have no native form" if bad else None
@@ -763,6 +771,27 @@ class NativeStep:
         c = self._memo(("fired", ordered), lambda: self._fired_columns(ordered))
         return self.watermark_moved(windows, wm).filter(c["any"]).select(*c["exploded"]).select(*c["panes"])
 
+    @property
+    def appends(self) -> bool:
+        return appends(self.p)
+
+    def expires_at(self, end: int) -> int:
+        """``expiry`` of one window end (ms)."""
+        return END_OF_INPUT if end >= MAX_TIME else end + self.p.allowed_lateness
+
+    def due(self, windows: DataFrame, wm_before: int, wm: int, ordered: bool = False) -> DataFrame:
+        """The panes of a step whose kept windows are in several tables (``appends``):
+        ``windows``, their union, holds a window's partials in as many rows as tables. The
+        windows that expire in this step (the watermark went from ``wm_before`` to ``wm``; the
+        earlier ones gave their pane before) with their partials merged."""
+        p = self.p
+        exp = self._memo("expiry", lambda: expiry(p, F.col(WE)))
+        group, bounds = self._grouping(False)
+        merged = windows.filter((exp > F.lit(wm_before)) & (exp <= F.lit(wm))).groupBy(*p.key, *group).agg(
+            *[bounds[c].alias(c) for c in (WS, WE) if c in bounds], F.bool_and(LATE_WIN).alias(LATE_WIN),
+            *[c for pt in self.parts for c in pt.merge])
+        return merged.select(*self._memo(("panes", ordered), lambda: self._pane_columns(ordered)))
+
     def _pane_columns(self, ordered: bool) -> list[Column]:
         """The pane rows of the default trigger's closed windows (``closed``; see ``_memo``)."""
         cols = pane_columns(self.p, self.schema, [pt.final for pt in self.parts])
@@ -793,9 +822,26 @@ class NativeStep:
 # -- streaming: a step per micro-batch ----------------------------------------------------------------------
 
 
+#: the kept windows of a stream are rewritten into one table (compacted) when they hold this many
+#: rows at most (a small rewrite costs less than merging several tables when windows close), when
+#: they are in this many tables, or when the tables added since the oldest hold as many rows as it
+SMALL_STATE_ROWS = 20_000
+MAX_TABLES = 8
+
+
 class NativeStream:
     """Runs a ``NativeStep`` per micro-batch (``foreachBatch``), the open windows kept under
-    ``<checkpoint>/panes_native``."""
+    ``<checkpoint>/panes_native``: ``v<batch>/windows``, the table a step wrote, and
+    ``v<batch>/meta.json``, the watermark after it and the tables that hold the windows still
+    open (``tables``: path under the state directory, rows, largest window end).
+
+    A step either rewrites the open windows merged with its rows into one table, or, when the
+    step allows it (``NativeStep.appends``) and the open windows are many, writes only its rows'
+    partials and adds that table to the others, as a log-structured store does: a step's cost then
+    follows its rows, not everything kept (Nexmark q12 keeps ~100k windows open and adds ~11k per
+    micro-batch). The closing windows merge their partials across the tables (``NativeStep.due``);
+    a table leaves the list once all its windows expired; the next rewrite (``SMALL_STATE_ROWS``,
+    ``MAX_TABLES``) drops the expired rows of the others."""
 
     def __init__(self, step: NativeStep, checkpoint: str, ordered: bool = False):
         self.step = step
@@ -803,37 +849,53 @@ class NativeStream:
         self.root = Path(checkpoint) / STATE_DIR
         self.root.mkdir(parents=True, exist_ok=True)
         self._schema: ST.StructType | None = None
-        self._last: tuple[Path, DataFrame] | None = None  # the table the last step wrote, read back
+        self._last: tuple[tuple, DataFrame] | None = None  # the tables the last step left, read back
 
-    def _read(self, spark, path: Path, written: bool = False) -> DataFrame:
-        """The windows table (its schema kept from the first read: no footer-reading job after),
-        with the group of rows in no window (null bounds: ``open`` and ``closed`` leave it out).
-        The table a step has just ``written`` is the next step's state: that DataFrame is kept
-        for it (no second listing of its files; a step run again writes its table anew and
-        reads it again)."""
+    def _read(self, spark, paths: list[str], written: bool = False) -> DataFrame:
+        """The windows tables at ``paths`` (under the state directory) as one DataFrame (the
+        schema kept from the first read: no footer-reading job after), with the group of rows in
+        no window (null bounds: ``open``, ``closed`` and ``due`` leave it out). The tables a step
+        has just ``written`` are the next step's state: that DataFrame is kept for it (no second
+        listing of their files; a step run again writes its table anew and reads it again)."""
+        full = [str(self.root / p) for p in paths]
         if self._schema is None:
-            self._schema = spark.read.parquet(str(path)).schema
-        if not written and self._last is not None and self._last[0] == path:
+            self._schema = spark.read.parquet(full[-1]).schema
+        if not written and self._last is not None and self._last[0] == tuple(paths):
             return self._last[1]
-        df = spark.read.schema(self._schema).parquet(str(path))
+        df = spark.read.schema(self._schema).parquet(*full)
         if written:
-            self._last = (path, df)
+            self._last = (tuple(paths), df)
         return df
 
     def _versions(self) -> list[int]:
         return sorted(int(d.name[1:]) for d in self.root.glob("v*") if (d / "meta.json").exists())
+
+    def _meta(self, version: int) -> dict:
+        meta = json.loads((self.root / f"v{version}" / "meta.json").read_text())
+        if "tables" not in meta:  # (a state written before the tables were listed: its own table)
+            meta["tables"] = [{"path": f"v{version}/windows", "rows": None, "max_end": None}]
+        return meta
 
     @staticmethod
     def _metrics(spark, path: Path) -> tuple[int | None, int]:
         """The step's largest watermark value and dead-letter flag (``GOT``, ``DEAD``), the
         maxima of two columns of the windows table it wrote: read from the Parquet footers'
         statistics (no Spark job); a Spark aggregate over the table if a file has none."""
+        got, dead, _, _ = NativeStream._statistics(spark, path, ends=False)
+        return got, dead
+
+    @staticmethod
+    def _statistics(spark, path: Path, ends: bool = True) -> tuple[int | None, int, int | None, int | None]:
+        """``_metrics``, and the table's rows and (``ends``) largest window end (None: unknown,
+        or no window), from the footers; rows and largest end None when a file has none."""
         import pyarrow.parquet as pq
 
-        best: dict[str, int | None] = {GOT: None, DEAD: None}
+        best: dict[str, int | None] = {GOT: None, DEAD: None, **({WE: None} if ends else {})}
+        rows: int | None = 0
         try:
             for f in path.glob("*.parquet"):
                 md = pq.read_metadata(f)
+                rows += md.num_rows
                 names = md.schema.names
                 for r in range(md.num_row_groups):
                     g = md.row_group(r)
@@ -845,39 +907,74 @@ class NativeStream:
                             best[c] = st.max if best[c] is None else max(best[c], st.max)
         except (LookupError, ValueError, OSError):
             row = spark.read.parquet(str(path)).agg(F.max(GOT).alias(GOT), F.max(DEAD).alias(DEAD)).first()
-            best = {GOT: row[GOT], DEAD: row[DEAD]}
-        return best[GOT], int(best[DEAD] or 0)
+            best, rows = {GOT: row[GOT], DEAD: row[DEAD]}, None
+        return best[GOT], int(best[DEAD] or 0), rows, best.get(WE)
+
+    def _rewrites(self, tables: list[dict]) -> bool:
+        """Whether a step rewrites the open windows into one table (see the class): always unless
+        the step ``appends``; then when they are few, in many tables, or when the tables added
+        since the oldest hold as many rows as it (rows unknown: a rewrite)."""
+        if not self.step.appends or not tables or len(tables) >= MAX_TABLES:
+            return True
+        rows = [t["rows"] for t in tables]
+        if any(r is None for r in rows):
+            return True
+        return sum(rows) <= SMALL_STATE_ROWS or sum(rows[1:]) >= rows[0]
 
     def run(self, batch: DataFrame, batch_id: int, on_panes, on_dead_letters) -> None:
         """One micro-batch: ``batch``, the stream's rows prepared (``planner._prepare``) with the
         step's ``row_columns()``."""
         spark = batch.sparkSession
+        step = self.step
         prior = [v for v in self._versions() if v < batch_id]
         here = self.root / f"v{batch_id}"
         shutil.rmtree(here, ignore_errors=True)
         with plan_building():
             if prior:
-                last = self.root / f"v{prior[-1]}"
-                wm = json.loads((last / "meta.json").read_text())["watermark"]
-                state = self.step.open(self._read(spark, last / "windows"), wm, metrics=True)
+                meta = self._meta(prior[-1])
+                wm, tables = meta["watermark"], meta["tables"]
             else:
-                wm, state = MIN_TIME, None
+                wm, tables = MIN_TIME, []
+            rewrite = self._rewrites(tables)
+            state = step.open(self._read(spark, [t["path"] for t in tables]), wm, metrics=True) \
+                if rewrite and tables else None
             # one job, one pass over the rows: the windows table it writes also holds the step's
             # largest watermark value and whether it has dead letters (``on_time``).
             # The rows are not persisted: each job reads only the columns it needs (measured
             # faster than caching)
-            good = self.step.on_time(batch, wm, batch_id)
-            self.step.combine(good, state, wm, metrics=True).write.options(**_WRITE_OPTIONS).parquet(str(here / "windows"))
-            got, dead = self._metrics(spark, here / "windows")
-            new_wm = self.step.watermark_after(got, wm)
-            panes = self.step.closed(self._read(spark, here / "windows", written=True), new_wm, self.ordered, table=True)
-        # the version counts once its watermark is written: a batch run again reads the one before
-        (here / "meta.json").write_text(json.dumps({"watermark": new_wm}))
+            good = step.on_time(batch, wm, batch_id)
+            step.combine(good, state, wm, metrics=True).write.options(**_WRITE_OPTIONS).parquet(str(here / "windows"))
+            got, dead, rows, max_end = self._statistics(spark, here / "windows")
+            new_wm = step.watermark_after(got, wm)
+            table = {"path": f"v{batch_id}/windows", "rows": rows, "max_end": max_end}
+            before = [table] if rewrite else [*tables, table]
+            windows = self._read(spark, [t["path"] for t in before], written=True)
+            if rewrite:
+                panes = step.closed(windows, new_wm, self.ordered, table=True)
+            else:
+                panes = step.due(windows, wm, new_wm, self.ordered)
+        # a table leaves the list once all its windows expired (no statistics: it stays; no
+        # window, only the group of rows in none: it goes)
+        after = [t for t in before if t["rows"] is None
+                 or t["max_end"] is not None and step.expires_at(t["max_end"]) > new_wm]
+        # the version counts once its meta is written: a batch run again reads the one before
+        (here / "meta.json").write_text(json.dumps({"watermark": new_wm, "tables": after}))
         if dead:  # (a micro-batch without dead letters does not call the callback: no empty job)
             with plan_building():
-                dead_letters = self.step.dead_letters(batch, wm)
+                dead_letters = step.dead_letters(batch, wm)
             on_dead_letters(dead_letters, batch_id)
         on_panes(panes, batch_id)
+        self._clean(batch_id)
+
+    def _clean(self, batch_id: int) -> None:
+        """Removes the versions neither this step's nor the one before's meta needs (the one
+        before: Spark may run this micro-batch again, from it)."""
+        keep = {f"v{batch_id}", f"v{batch_id - 1}"}
+        for v in (batch_id, batch_id - 1):
+            try:
+                keep.update(t["path"].split("/")[0] for t in self._meta(v)["tables"])
+            except (OSError, ValueError, KeyError):
+                pass
         for v in self._versions():
-            if v < batch_id - 1:
+            if v < batch_id and f"v{v}" not in keep:
                 shutil.rmtree(self.root / f"v{v}", ignore_errors=True)

@@ -80,3 +80,53 @@ def test_a_micro_batch_run_again_rewrites_its_state_and_the_next_one_reads_it(sp
     # the late row (1 s, its window closed at 12 s) is a dead letter; 25 s closes [10 s, 20 s)
     assert run(2) == [("a", 10, 1, 16), ("dead", "late")]
     assert out[0] == []
+
+
+def test_steps_that_add_tables_run_again_and_keep_the_tables_they_need(spark, tmp_path, monkeypatch):
+    """A step that adds its rows' partials as a table of its own (the open windows many) lists
+    the tables that hold open windows in its meta; a micro-batch run again gives the same panes;
+    the cleanup keeps every version whose table a kept meta lists, and a table leaves the list
+    once all its windows expired."""
+    import datetime as dt
+    import json
+
+    from panes import pipeline
+    from panes.spark import native
+    from panes.spark.planner import _prepare
+
+    monkeypatch.setattr(native, "SMALL_STATE_ROWS", 0)
+    p = pipeline({"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
+                  "watermark": {"max_delay": "30 seconds"},
+                  "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}})
+    t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
+    batches = [[("a", t(1), 1), ("b", t(3), 2), ("c", t(15), 8)], [("a", t(4), 4)], [("b", t(5), 16)],
+               [("a", t(9), 32), ("b", t(41), 64), ("d", t(42), 128)], [("c", t(75), 256)]]
+    schema = _rows(spark, batches[0]).schema
+    step = native.NativeStep(p, schema, ["k", "ts", "v"])
+    stream = native.NativeStream(step, str(tmp_path))
+    root = tmp_path / "panes_native"
+
+    def run(i):
+        got: list = []
+        stream.run(_prepare(_rows(spark, batches[i]), p, 0).withColumns(step.row_columns()), i,
+                   lambda df, b: got.extend((r.k, r.window_start.second, r.n, r.total) for r in df.collect()),
+                   lambda df, b: got.extend(("dead", r.reason) for r in df.collect()))
+        return sorted(got, key=str)
+
+    def tables(v):
+        return [x["path"] for x in json.loads((root / f"v{v}" / "meta.json").read_text())["tables"]]
+
+    assert run(0) == [] and tables(0) == ["v0/windows"]
+    assert run(1) == [] and tables(1) == ["v0/windows", "v1/windows"]
+    assert run(2) == [] and tables(2) == ["v0/windows", "v1/windows", "v2/windows"]
+    # 42 s: the watermark 12 s closes [0 s, 10 s), whose partials are in all four tables
+    assert run(3) == [("a", 0, 3, 37), ("b", 0, 2, 18)]
+    assert tables(3) == ["v0/windows", "v3/windows"]  # v1 and v2 held only [0 s, 10 s)
+    assert sorted(d.name for d in root.iterdir()) == ["v0", "v1", "v2", "v3"]  # (v2's meta lists v1)
+    assert run(3) == [("a", 0, 3, 37), ("b", 0, 2, 18)]  # run again: same panes, same tables
+    assert tables(3) == ["v0/windows", "v3/windows"]
+    # the table added since v0 holds as many rows as it: a rewrite. 75 s: the watermark 45 s
+    # closes [10 s, 20 s)
+    assert run(4) == [("c", 10, 1, 8)]
+    assert tables(4) == ["v4/windows"]
+    assert sorted(d.name for d in root.iterdir()) == ["v0", "v3", "v4"]

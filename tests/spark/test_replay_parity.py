@@ -209,3 +209,44 @@ def test_a_retraction_names_the_pane_it_takes_back_from_an_earlier_micro_batch(s
     taken_back = [(p["timing"], p["pane_index"], p["n"], p["s"]) for p in on_spark.panes if p["retraction"]]
     assert taken_back == [("EARLY", 0, 1, 1), ("EARLY", 1, 2, 3), ("ON_TIME", 2, 2, 3), ("LATE", 3, 3, 6)]
     assert on_spark.panes == replay_core(scenario).panes
+
+
+@pytest.fixture
+def tables_added(monkeypatch):
+    """Native steps add their rows' partials as a table of their own whenever they may (no rewrite
+    for a small state; one at 3 tables, or when the added tables hold as many rows as the oldest):
+    the decisions taken, per step (True: a rewrite)."""
+    from panes.spark import native
+
+    monkeypatch.setattr(native, "SMALL_STATE_ROWS", 0)
+    monkeypatch.setattr(native, "MAX_TABLES", 3)
+    decisions: list[bool] = []
+    rewrites = native.NativeStream._rewrites
+
+    def recorded(self, tables):
+        decisions.append(rewrites(self, tables))
+        return decisions[-1]
+
+    monkeypatch.setattr(native.NativeStream, "_rewrites", recorded)
+    return decisions
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 4, 5, 8, 9])
+def test_random_default_trigger_timelines_same_when_steps_add_tables(spark, seed, tables_added):
+    """The closing windows merge their partials across the tables of several steps."""
+    scenario = load_scenario(_random_default_trigger_scenario(seed))
+    _same_on_native_plan_and_core(spark, scenario)
+    assert False in tables_added and tables_added.count(True) >= 1
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_scenarios_same_when_steps_add_tables(spark, path, tables_added):
+    from panes.spark.native import appends
+
+    scenario = load_scenario(path)
+    if stream_unsupported(scenario.pipeline) or not appends(scenario.pipeline):
+        pytest.skip("the native plan rewrites its windows every step for this pipeline")
+    core = replay_core(scenario)
+    on_spark = replay_spark(scenario, spark=spark, plan="native")
+    assert on_spark.panes == core.panes
+    assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
