@@ -44,25 +44,16 @@ def _rows(spark, rows):
     return spark.createDataFrame(rows, "k string, ts timestamp, v long")
 
 
-def test_a_micro_batch_run_again_rewrites_its_state_and_the_next_one_reads_it(spark, tmp_path):
-    """Spark may run a micro-batch again after a failure: the step writes its windows table anew
-    (new files), gives the same panes, and the next step reads that table, not the first one."""
-    import datetime as dt
-
+def _stepper(spark, tmp_path, spec: dict, batches: list):
+    """``run(i)``: the native stream's step over ``batches[i]`` (micro-batch i), its panes (key,
+    window start second, n, total) and dead letters, sorted."""
     from panes import pipeline
     from panes.spark.native import NativeStep
     from panes.spark.planner import _prepare
 
-    p = pipeline({"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
-                  "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}})
-    t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
-    batches = [[("a", t(1), 1), ("a", t(2), 2), ("b", t(3), 4)],
-               [("a", t(5), 8), ("a", t(12), 16)],
-               [("b", t(25), 32), ("a", t(1), 64)]]
-    schema = _rows(spark, batches[0]).schema
-    step = NativeStep(p, schema, ["k", "ts", "v"])
+    p = pipeline(spec)
+    step = NativeStep(p, _rows(spark, batches[0]).schema, ["k", "ts", "v"])
     stream = NativeStream(step, str(tmp_path))
-    out: dict[int, list] = {}
 
     def run(i):
         got: list = []
@@ -70,6 +61,21 @@ def test_a_micro_batch_run_again_rewrites_its_state_and_the_next_one_reads_it(sp
                    lambda df, b: got.extend((r.k, r.window_start.second, r.n, r.total) for r in df.collect()),
                    lambda df, b: got.extend(("dead", r.reason) for r in df.collect()))
         return sorted(got, key=str)
+    return run
+
+
+def test_a_micro_batch_run_again_rewrites_its_state_and_the_next_one_reads_it(spark, tmp_path):
+    """Spark may run a micro-batch again after a failure: the step writes its windows table anew
+    (new files), gives the same panes, and the next step reads that table, not the first one."""
+    import datetime as dt
+
+    t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
+    batches = [[("a", t(1), 1), ("a", t(2), 2), ("b", t(3), 4)],
+               [("a", t(5), 8), ("a", t(12), 16)],
+               [("b", t(25), 32), ("a", t(1), 64)]]
+    run = _stepper(spark, tmp_path, {"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
+                                     "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}}, batches)
+    out: dict[int, list] = {}
 
     out[0] = run(0)
     first = run(1)
@@ -90,28 +96,16 @@ def test_steps_that_add_tables_run_again_and_keep_the_tables_they_need(spark, tm
     import datetime as dt
     import json
 
-    from panes import pipeline
     from panes.spark import native
-    from panes.spark.planner import _prepare
 
     monkeypatch.setattr(native, "SMALL_STATE_ROWS", 0)
-    p = pipeline({"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
-                  "watermark": {"max_delay": "30 seconds"},
-                  "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}})
     t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
     batches = [[("a", t(1), 1), ("b", t(3), 2), ("c", t(15), 8)], [("a", t(4), 4)], [("b", t(5), 16)],
                [("a", t(9), 32), ("b", t(41), 64), ("d", t(42), 128)], [("c", t(75), 256)]]
-    schema = _rows(spark, batches[0]).schema
-    step = native.NativeStep(p, schema, ["k", "ts", "v"])
-    stream = native.NativeStream(step, str(tmp_path))
+    run = _stepper(spark, tmp_path, {"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
+                                     "watermark": {"max_delay": "30 seconds"},
+                                     "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}}, batches)
     root = tmp_path / "panes_native"
-
-    def run(i):
-        got: list = []
-        stream.run(_prepare(_rows(spark, batches[i]), p, 0).withColumns(step.row_columns()), i,
-                   lambda df, b: got.extend((r.k, r.window_start.second, r.n, r.total) for r in df.collect()),
-                   lambda df, b: got.extend(("dead", r.reason) for r in df.collect()))
-        return sorted(got, key=str)
 
     def tables(v):
         return [x["path"] for x in json.loads((root / f"v{v}" / "meta.json").read_text())["tables"]]
