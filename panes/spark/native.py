@@ -827,21 +827,27 @@ class NativeStep:
 #: they are in this many tables, or when the tables added since the oldest hold as many rows as it
 SMALL_STATE_ROWS = 20_000
 MAX_TABLES = 8
+#: ... and when a table holds a window that expires before the watermark has moved this many
+#: times as far as in the step before (None: never for that reason; tests)
+CLOSING_STEPS: int | None = 2
 
 
 class NativeStream:
     """Runs a ``NativeStep`` per micro-batch (``foreachBatch``), the open windows kept under
     ``<checkpoint>/panes_native``: ``v<batch>/windows``, the table a step wrote, and
-    ``v<batch>/meta.json``, the watermark after it and the tables that hold the windows still
-    open (``tables``: path under the state directory, rows, largest window end).
+    ``v<batch>/meta.json``, the watermark after it, how far it moved, and the tables that hold
+    the windows still open (``tables``: path under the state directory, rows, smallest and
+    largest window end).
 
     A step either rewrites the open windows merged with its rows into one table, or, when the
     step allows it (``NativeStep.appends``) and the open windows are many, writes only its rows'
     partials and adds that table to the others, as a log-structured store does: a step's cost then
     follows its rows, not everything kept (Nexmark q12 keeps ~100k windows open and adds ~11k per
     micro-batch). The closing windows merge their partials across the tables (``NativeStep.due``);
-    a table leaves the list once all its windows expired; the next rewrite (``SMALL_STATE_ROWS``,
-    ``MAX_TABLES``) drops the expired rows of the others."""
+    a table leaves the list once all its windows expired; the next rewrite (``_rewrites``) drops
+    the expired rows of the others. A step rewrites as soon as some kept windows are about to
+    close, so the merge across tables stays the exception, for windows that stay open long (many
+    keys, long windows or processing time)."""
 
     def __init__(self, step: NativeStep, checkpoint: str, ordered: bool = False):
         self.step = step
@@ -873,7 +879,7 @@ class NativeStream:
     def _meta(self, version: int) -> dict:
         meta = json.loads((self.root / f"v{version}" / "meta.json").read_text())
         if "tables" not in meta:  # (a state written before the tables were listed: its own table)
-            meta["tables"] = [{"path": f"v{version}/windows", "rows": None, "max_end": None}]
+            meta["tables"] = [{"path": f"v{version}/windows", "rows": None, "ends": None}]
         return meta
 
     @staticmethod
@@ -885,12 +891,14 @@ class NativeStream:
         return got, dead
 
     @staticmethod
-    def _statistics(spark, path: Path, ends: bool = True) -> tuple[int | None, int, int | None, int | None]:
-        """``_metrics``, and the table's rows and (``ends``) largest window end (None: unknown,
-        or no window), from the footers; rows and largest end None when a file has none."""
+    def _statistics(spark, path: Path, ends: bool = True) -> tuple[int | None, int, int | None, tuple | None]:
+        """``_metrics``, and the table's rows and (``ends``) its windows' smallest and largest
+        end (None: no window, or unknown), from the footers; rows and ends None when a file has
+        none."""
         import pyarrow.parquet as pq
 
         best: dict[str, int | None] = {GOT: None, DEAD: None, **({WE: None} if ends else {})}
+        least: int | None = None
         rows: int | None = 0
         try:
             for f in path.glob("*.parquet"):
@@ -905,21 +913,31 @@ class NativeStream:
                             raise LookupError(c)
                         if st.has_min_max:
                             best[c] = st.max if best[c] is None else max(best[c], st.max)
+                            if c == WE:
+                                least = st.min if least is None else min(least, st.min)
         except (LookupError, ValueError, OSError):
             row = spark.read.parquet(str(path)).agg(F.max(GOT).alias(GOT), F.max(DEAD).alias(DEAD)).first()
             best, rows = {GOT: row[GOT], DEAD: row[DEAD]}, None
-        return best[GOT], int(best[DEAD] or 0), rows, best.get(WE)
+        return best[GOT], int(best[DEAD] or 0), rows, None if best.get(WE) is None else (least, best[WE])
 
-    def _rewrites(self, tables: list[dict]) -> bool:
+    def _rewrites(self, tables: list[dict], wm: int, advance: int) -> bool:
         """Whether a step rewrites the open windows into one table (see the class): always unless
-        the step ``appends``; then when they are few, in many tables, or when the tables added
-        since the oldest hold as many rows as it (rows unknown: a rewrite)."""
+        the step ``appends``; then when they are few, in many tables, when the tables added since
+        the oldest hold as many rows as it, or when a table holds a window that expires by the
+        time the watermark has moved ``CLOSING_STEPS`` times as far as in the step before (or
+        expired already: the rewrite drops it), since the closing windows' partials merge across
+        the tables (rows or ends unknown: a rewrite)."""
         if not self.step.appends or not tables or len(tables) >= MAX_TABLES:
             return True
         rows = [t["rows"] for t in tables]
-        if any(r is None for r in rows):
+        if any(r is None for r in rows) or any(t["ends"] is None for t in tables):
             return True
-        return sum(rows) <= SMALL_STATE_ROWS or sum(rows[1:]) >= rows[0]
+        if sum(rows) <= SMALL_STATE_ROWS or sum(rows[1:]) >= rows[0]:
+            return True
+        if CLOSING_STEPS is None:
+            return False
+        soon = wm + CLOSING_STEPS * advance
+        return any(self.step.expires_at(t["ends"][0]) <= soon for t in tables)
 
     def run(self, batch: DataFrame, batch_id: int, on_panes, on_dead_letters) -> None:
         """One micro-batch: ``batch``, the stream's rows prepared (``planner._prepare``) with the
@@ -932,10 +950,10 @@ class NativeStream:
         with plan_building():
             if prior:
                 meta = self._meta(prior[-1])
-                wm, tables = meta["watermark"], meta["tables"]
+                wm, tables, advance = meta["watermark"], meta["tables"], meta.get("advance", 0)
             else:
-                wm, tables = MIN_TIME, []
-            rewrite = self._rewrites(tables)
+                wm, tables, advance = MIN_TIME, [], 0
+            rewrite = self._rewrites(tables, wm, advance)
             state = step.open(self._read(spark, [t["path"] for t in tables]), wm, metrics=True) \
                 if rewrite and tables else None
             # one job, one pass over the rows: the windows table it writes also holds the step's
@@ -944,9 +962,9 @@ class NativeStream:
             # faster than caching)
             good = step.on_time(batch, wm, batch_id)
             step.combine(good, state, wm, metrics=True).write.options(**_WRITE_OPTIONS).parquet(str(here / "windows"))
-            got, dead, rows, max_end = self._statistics(spark, here / "windows")
+            got, dead, rows, ends = self._statistics(spark, here / "windows")
             new_wm = step.watermark_after(got, wm)
-            table = {"path": f"v{batch_id}/windows", "rows": rows, "max_end": max_end}
+            table = {"path": f"v{batch_id}/windows", "rows": rows, "ends": ends}
             before = [table] if rewrite else [*tables, table]
             windows = self._read(spark, [t["path"] for t in before], written=True)
             if rewrite:
@@ -956,9 +974,11 @@ class NativeStream:
         # a table leaves the list once all its windows expired (no statistics: it stays; no
         # window, only the group of rows in none: it goes)
         after = [t for t in before if t["rows"] is None
-                 or t["max_end"] is not None and step.expires_at(t["max_end"]) > new_wm]
+                 or t["ends"] is not None and step.expires_at(t["ends"][1]) > new_wm]
+        # (how far the watermark moved: no history yet, or the end of the input, counts as 0)
+        moved = new_wm - wm if MIN_TIME < wm and new_wm < END_OF_INPUT else 0
         # the version counts once its meta is written: a batch run again reads the one before
-        (here / "meta.json").write_text(json.dumps({"watermark": new_wm, "tables": after}))
+        (here / "meta.json").write_text(json.dumps({"watermark": new_wm, "tables": after, "advance": moved}))
         if dead:  # (a micro-batch without dead letters does not call the callback: no empty job)
             with plan_building():
                 dead_letters = step.dead_letters(batch, wm)

@@ -124,3 +124,36 @@ def test_steps_that_add_tables_run_again_and_keep_the_tables_they_need(spark, tm
     assert run(4) == [("c", 10, 1, 8)]
     assert tables(4) == ["v4/windows"]
     assert sorted(d.name for d in root.iterdir()) == ["v0", "v3", "v4"]
+
+
+def test_when_a_step_rewrites_the_open_windows_into_one_table(spark, tmp_path):
+    from panes import pipeline
+    from panes.spark.native import NativeStep
+
+    def stream(spec):
+        return NativeStream(NativeStep(pipeline(spec), _rows(spark, [("a", None, 1)]).schema, ["k", "ts", "v"]), str(tmp_path))
+
+    base = {"event_time": "ts", "key": ["k"], "aggregates": {"n": {"count": "*"}}}
+    s = stream({**base, "window": {"tumbling": {"size": "10 seconds"}}, "allowed_lateness": "5 seconds"})
+
+    def t(lo, hi, rows):
+        return {"path": "v0/windows", "rows": rows, "ends": (lo, hi)}
+
+    # 30k rows whose windows end at 60 s or later; the watermark at 20 s, 5 s on in the step before
+    assert s._rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is False
+    assert s._rewrites([t(60_000, 90_000, 30_000), t(60_000, 70_000, 29_999)], 20_000, 5_000) is False
+    # a window that expires (end + 5 s lateness) by 30 s, two such moves on; one already expired
+    assert s._rewrites([t(25_000, 90_000, 30_000)], 20_000, 5_000) is True
+    assert s._rewrites([t(26_000, 90_000, 30_000)], 20_000, 5_000) is False
+    assert s._rewrites([t(60_000, 90_000, 30_000), t(10_000, 70_000, 10)], 20_000, 5_000) is True
+    # the tables added hold as many rows as the oldest; few rows; 8 tables; unknown statistics
+    assert s._rewrites([t(60_000, 90_000, 30_000), t(60_000, 70_000, 30_000)], 20_000, 5_000) is True
+    assert s._rewrites([t(60_000, 90_000, 20_000)], 20_000, 5_000) is True
+    assert s._rewrites([t(60_000, 90_000, 30_000)] + [t(60_000, 90_000, 10)] * 7, 20_000, 5_000) is True
+    assert s._rewrites([t(60_000, 90_000, 30_000) | {"rows": None}], 20_000, 5_000) is True
+    assert s._rewrites([t(60_000, 90_000, 30_000) | {"ends": None}], 20_000, 5_000) is True
+    # sessions, and triggers that fire, always rewrite
+    assert stream({**base, "window": {"session": {"gap": "10 seconds"}}})._rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is True
+    early = {**base, "window": {"tumbling": {"size": "10 seconds"}},
+             "trigger": {"after_watermark": {"early": {"after_count": 2}}}}
+    assert stream(early)._rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is True

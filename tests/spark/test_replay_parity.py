@@ -214,17 +214,18 @@ def test_a_retraction_names_the_pane_it_takes_back_from_an_earlier_micro_batch(s
 @pytest.fixture
 def tables_added(monkeypatch):
     """Native steps add their rows' partials as a table of their own whenever they may (no rewrite
-    for a small state; one at 3 tables, or when the added tables hold as many rows as the oldest):
-    the decisions taken, per step (True: a rewrite)."""
+    for a small state or for windows about to close; one at 3 tables, or when the added tables
+    hold as many rows as the oldest): the decisions taken, per step (True: a rewrite)."""
     from panes.spark import native
 
     monkeypatch.setattr(native, "SMALL_STATE_ROWS", 0)
     monkeypatch.setattr(native, "MAX_TABLES", 3)
+    monkeypatch.setattr(native, "CLOSING_STEPS", None)
     decisions: list[bool] = []
     rewrites = native.NativeStream._rewrites
 
-    def recorded(self, tables):
-        decisions.append(rewrites(self, tables))
+    def recorded(self, *args):
+        decisions.append(rewrites(self, *args))
         return decisions[-1]
 
     monkeypatch.setattr(native.NativeStream, "_rewrites", recorded)
