@@ -843,9 +843,9 @@ class NativeStream:
     step allows it (``NativeStep.appends``) and the open windows are many, writes only its rows'
     partials and adds that table to the others, as a log-structured store does: a step's cost then
     follows its rows, not everything kept (Nexmark q12's 10-second processing-time windows reach
-    ~100k open windows, ~11k added per micro-batch). The closing windows merge their partials across the tables (``NativeStep.due``);
-    a table leaves the list once all its windows expired; the next rewrite (``_rewrites``) drops
-    the expired rows of the others. A step rewrites as soon as some kept windows are about to
+    ~100k open windows, ~11k added per micro-batch). The closing windows merge their partials
+    across the tables (``NativeStep.due``); a table leaves the list once all its windows expired;
+    the next rewrite (``_rewrites``) drops the expired rows of the others. A step rewrites as soon as some kept windows are about to
     close, so the merge across tables stays the exception, for windows that stay open long (many
     keys, long windows or processing time)."""
 

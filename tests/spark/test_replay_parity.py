@@ -240,6 +240,25 @@ def test_random_default_trigger_timelines_same_when_steps_add_tables(spark, seed
     assert False in tables_added and tables_added.count(True) >= 1
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_global_window_timelines_same_when_steps_add_tables(spark, seed, monkeypatch):
+    """The global window, keyed and not, every step after the first adding a table: its
+    partials merge across all of them at the end."""
+    from panes.spark import native
+
+    tables_seen: list[int] = []
+
+    def never(self, tables, wm, advance):
+        tables_seen.append(len(tables))
+        return not tables
+
+    monkeypatch.setattr(native.NativeStream, "_rewrites", never)
+    scenario = _random_default_trigger_scenario(seed)
+    scenario["pipeline"]["window"] = "global"
+    _same_on_native_plan_and_core(spark, load_scenario(scenario))
+    assert max(tables_seen) >= 5
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_scenarios_same_when_steps_add_tables(spark, path, tables_added):
     from panes.spark.native import appends
