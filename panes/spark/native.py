@@ -500,9 +500,15 @@ class NativeStep:
         # each DataFrame step costs an analysis of the plan.)
         created_late = ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN)
         rows = good.select(*key, WS, WE, created_late, *[c for pt in self.parts for c in pt.one_row], *mcols)
-        return state.unionByName(rows).groupBy(*key, *group).agg(
+        return self._merged(state.unionByName(rows), merge_metrics)
+
+    def _merged(self, partials: DataFrame, extra: list[Column] | None = None) -> DataFrame:
+        """Windows whose partials are in several rows (kept windows and rows, or the tables of
+        several steps: ``due``), merged per (key, window): created late when all were."""
+        group, bounds = self._grouping(False)
+        return partials.groupBy(*self.p.key, *group).agg(
             *[bounds[c].alias(c) for c in (WS, WE) if c in bounds],
-            F.bool_and(LATE_WIN).alias(LATE_WIN), *[c for pt in self.parts for c in pt.merge], *merge_metrics)
+            F.bool_and(LATE_WIN).alias(LATE_WIN), *[c for pt in self.parts for c in pt.merge], *(extra or []))
 
     def _grouping(self, constant_bounds: bool) -> tuple[list[str], dict[str, Column]]:
         """The window columns to group by, and the bounds that follow from them (computed after
@@ -757,14 +763,13 @@ class NativeStep:
         for after_watermark, what fired (``ordered``: with the engine's phase and order columns).
         ``table``: ``windows`` is a stream step's table, with its group of rows in no window
         (null bounds, see ``on_time``), left out here."""
-        p = self.p
         if not self.fires:
             # (at the end of the input every window is due: no filter to evaluate per row but
             # the one of the null bounds; the expiry test is null for them, so false)
             if wm >= END_OF_INPUT:
                 due = windows.filter(F.col(WE).isNotNull()) if table else windows
             else:
-                due = windows.filter(self._memo("expiry", lambda: expiry(p, F.col(WE))) <= F.lit(wm))
+                due = windows.filter(self._expiry() <= F.lit(wm))
             return due.select(*self._memo(("panes", ordered), lambda: self._pane_columns(ordered)))
         if table:
             windows = windows.filter(F.col(WE).isNotNull())
@@ -784,13 +789,13 @@ class NativeStep:
         ``windows``, their union, holds a window's partials in as many rows as tables. The
         windows that expire in this step (the watermark went from ``wm_before`` to ``wm``; the
         earlier ones gave their pane before) with their partials merged."""
-        p = self.p
-        exp = self._memo("expiry", lambda: expiry(p, F.col(WE)))
-        group, bounds = self._grouping(False)
-        merged = windows.filter((exp > F.lit(wm_before)) & (exp <= F.lit(wm))).groupBy(*p.key, *group).agg(
-            *[bounds[c].alias(c) for c in (WS, WE) if c in bounds], F.bool_and(LATE_WIN).alias(LATE_WIN),
-            *[c for pt in self.parts for c in pt.merge])
+        exp = self._expiry()
+        merged = self._merged(windows.filter((exp > F.lit(wm_before)) & (exp <= F.lit(wm))))
         return merged.select(*self._memo(("panes", ordered), lambda: self._pane_columns(ordered)))
+
+    def _expiry(self) -> Column:
+        """``expiry`` of the ``WE`` column (see ``_memo``)."""
+        return self._memo("expiry", lambda: expiry(self.p, F.col(WE)))
 
     def _pane_columns(self, ordered: bool) -> list[Column]:
         """The pane rows of the default trigger's closed windows (``closed``; see ``_memo``)."""
@@ -816,7 +821,7 @@ class NativeStep:
             windows = self.watermark_moved(windows.filter(F.col(WE).isNotNull()), wm)
         extra = self._memo("no_metrics", lambda: [F.lit(None).cast("long").alias(GOT), F.lit(None).cast("int").alias(DEAD)]) \
             if metrics else []
-        return windows.filter(self._memo("expiry", lambda: expiry(self.p, F.col(WE))) > F.lit(wm)).select(*self.state_columns, *extra)
+        return windows.filter(self._expiry() > F.lit(wm)).select(*self.state_columns, *extra)
 
 
 # -- streaming: a step per micro-batch ----------------------------------------------------------------------
@@ -845,9 +850,9 @@ class NativeStream:
     follows its rows, not everything kept (Nexmark q12's 10-second processing-time windows reach
     ~100k open windows, ~11k added per micro-batch). The closing windows merge their partials
     across the tables (``NativeStep.due``); a table leaves the list once all its windows expired;
-    the next rewrite (``_rewrites``) drops the expired rows of the others. A step rewrites as soon as some kept windows are about to
-    close, so the merge across tables stays the exception, for windows that stay open long (many
-    keys, long windows or processing time)."""
+    the next rewrite (``_rewrites``) drops the expired rows of the others. A step rewrites as soon
+    as some kept windows are about to close, so the merge across tables stays the exception, for
+    windows that stay open long (many keys, long windows or processing time)."""
 
     def __init__(self, step: NativeStep, checkpoint: str, ordered: bool = False):
         self.step = step
