@@ -259,10 +259,15 @@ def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
                        (None,))
     if isinstance(fn, A.Avg):
         s, k = n + "s", n + "n"
-        return Partial((s, k), (F.sum(c), F.count(c)),
-                       (F.sum(s).alias(s), F.sum(k).alias(k)),
+        # (Spark sums decimal(p, s) as decimal(p + 10, s): the total of totals kept at that type,
+        # or each micro-batch's merge would widen it and the next one read its table wrong)
+        ct = schema[fn.column].dataType
+        total = (lambda e: e) if not isinstance(ct, ST.DecimalType) else \
+            (lambda e: e.cast(ST.DecimalType(min(38, ct.precision + 10), ct.scale)))
+        return Partial((s, k), (total(F.sum(c)), F.count(c)),
+                       (total(F.sum(s)).alias(s), F.sum(k).alias(k)),
                        F.when(F.col(k) > 0, F.col(s).cast("double") / F.col(k)),
-                       (c.alias(s), F.when(c.isNotNull(), 1).otherwise(0).cast("long").alias(k)),
+                       (total(c).alias(s), F.when(c.isNotNull(), 1).otherwise(0).cast("long").alias(k)),
                        (None, F.lit(0).cast("long")))
     if isinstance(fn, (A.Min, A.First)):  # Max, Last are subclasses
         # first / last: the value at the least / greatest (event time, arrival order)
@@ -835,6 +840,38 @@ MAX_TABLES = 8
 #: ... and when a table holds a window that expires before the watermark has moved this many
 #: times as far as in the step before (None: never for that reason; tests)
 CLOSING_STEPS: int | None = 2
+#: a step's table is collected to the driver and written there (no Spark write, whose commit
+#: cost ~50 ms per micro-batch on Nexmark q7 and q12) when the step rewrites this many kept
+#: rows at most and Spark estimates its micro-batch at this many bytes at most (a source without
+#: an estimate: a write job), so that what the driver holds stays small
+COLLECT_ROWS = 100_000
+COLLECT_INPUT_BYTES = 32 << 20
+#: the column types that a table collected as Arrow and written by pyarrow keeps as Spark reads
+#: them (another type in the table, a map or an interval: a write job)
+_LOCAL_TYPES = (ST.BooleanType, ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType, ST.FloatType,
+                ST.DoubleType, ST.DecimalType, ST.StringType, ST.BinaryType, ST.DateType, ST.TimestampType, ST.TimestampNTZType)
+
+
+def _nullable(f):
+    """An Arrow field, and the fields inside it, made nullable."""
+    import pyarrow as pa
+
+    t = f.type
+    if pa.types.is_struct(t):
+        t = pa.struct([_nullable(t.field(i)) for i in range(t.num_fields)])
+    elif pa.types.is_list(t):
+        t = pa.list_(_nullable(t.value_field))
+    elif pa.types.is_large_list(t):
+        t = pa.large_list(_nullable(t.value_field))
+    return f.with_type(t).with_nullable(True)
+
+
+def _local_type(t: ST.DataType) -> bool:
+    if isinstance(t, ST.ArrayType):
+        return _local_type(t.elementType)
+    if isinstance(t, ST.StructType):
+        return all(_local_type(f.dataType) for f in t.fields)
+    return isinstance(t, _LOCAL_TYPES)
 
 
 class NativeStream:
@@ -852,7 +889,11 @@ class NativeStream:
     across the tables (``NativeStep.due``); a table leaves the list once all its windows expired;
     the next rewrite (``_rewrites``) drops the expired rows of the others. A step rewrites as soon
     as some kept windows are about to close, so the merge across tables stays the exception, for
-    windows that stay open long (many keys, long windows or processing time)."""
+    windows that stay open long (many keys, long windows or processing time).
+
+    A small table (``COLLECT_ROWS``) is collected to the driver as Arrow and written there by
+    pyarrow, without the file commit of a Spark write; a step that closes no window hands an empty relation to the panes
+    callback, whose job then reads no table."""
 
     def __init__(self, step: NativeStep, checkpoint: str, ordered: bool = False):
         self.step = step
@@ -860,6 +901,7 @@ class NativeStream:
         self.root = Path(checkpoint) / STATE_DIR
         self.root.mkdir(parents=True, exist_ok=True)
         self._schema: ST.StructType | None = None
+        self._local: bool | None = None  # the tables' types allow collecting them (``_collects``)
         self._last: tuple[tuple, DataFrame] | None = None  # the tables the last step left, read back
 
     def _read(self, spark, paths: list[str], written: bool = False) -> DataFrame:
@@ -944,6 +986,48 @@ class NativeStream:
         soon = wm + CLOSING_STEPS * advance
         return any(self.step.expires_at(t["ends"][0]) <= soon for t in tables)
 
+    def _write(self, table: DataFrame, path: Path, batch: DataFrame, kept: int | None) -> None:
+        """Writes a step's windows ``table`` (``batch``: its micro-batch; ``kept``: the kept
+        rows it rewrites): collected to the driver when ``_collects``, else by a Spark job."""
+        if self._collects(batch, kept):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            # (the batches as they come, every field made nullable: Spark's schema says a
+            # struct's field is never null and leaves nulls in it where the struct is null, on
+            # which PySpark's toArrow and pyarrow's Parquet writer fail; Spark reads a table
+            # with every field nullable anyway)
+            got = pa.Table.from_batches(table._collect_as_arrow(empty_list_if_zero_records=False))
+            path.mkdir(parents=True)
+            pq.write_table(got.cast(pa.schema([_nullable(f) for f in got.schema])), path / "part-00000.parquet")
+        else:
+            table.write.options(**_WRITE_OPTIONS).parquet(str(path))
+
+    def _collects(self, batch: DataFrame, kept: int | None) -> bool:
+        """Whether the step collects its table to the driver (see ``COLLECT_ROWS``): it rewrites
+        ``kept`` rows at most, the table's types are known (from an earlier table) to keep, and
+        Spark's estimate of the micro-batch's size is small."""
+        if kept is None or kept > COLLECT_ROWS or self._schema is None or not hasattr(batch, "_collect_as_arrow"):
+            return False
+        if self._local is None:
+            self._local = _local_type(self._schema)
+        if not self._local:
+            return False
+        try:
+            size = int(str(batch._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+        except Exception:  # (no estimate, or no JVM plan to ask: Spark Connect)
+            return False
+        return size <= COLLECT_INPUT_BYTES
+
+    def _closing(self, tables: list[dict], wm: int) -> bool:
+        """Whether a window of ``tables`` may give a pane at watermark ``wm``: for the default
+        trigger, when one expires by then (the tables' smallest window ends; rows unknown: it
+        may); after_watermark may fire at any step."""
+        if self.step.fires:
+            return True
+        return any(t["rows"] is None or t["ends"] is not None and self.step.expires_at(t["ends"][0]) <= wm
+                   for t in tables)
+
     def run(self, batch: DataFrame, batch_id: int, on_panes, on_dead_letters) -> None:
         """One micro-batch: ``batch``, the stream's rows prepared (``planner._prepare``) with the
         step's ``row_columns()``."""
@@ -966,13 +1050,18 @@ class NativeStream:
             # The rows are not persisted: each job reads only the columns it needs (measured
             # faster than caching)
             good = step.on_time(batch, wm, batch_id)
-            step.combine(good, state, wm, metrics=True).write.options(**_WRITE_OPTIONS).parquet(str(here / "windows"))
+            kept = sum(t["rows"] for t in tables) if rewrite and tables else 0  # (None: unknown)
+            self._write(step.combine(good, state, wm, metrics=True), here / "windows", batch, kept)
             got, dead, rows, ends = self._statistics(spark, here / "windows")
             new_wm = step.watermark_after(got, wm)
             table = {"path": f"v{batch_id}/windows", "rows": rows, "ends": ends}
             before = [table] if rewrite else [*tables, table]
             windows = self._read(spark, [t["path"] for t in before], written=True)
-            if rewrite:
+            if not self._closing(before, new_wm):
+                # (no window closes: an empty relation, which Spark's optimizer knows as one,
+                # so the callback's job reads no table and shuffles nothing)
+                panes = step.closed(windows.limit(0), new_wm, self.ordered, table=True)
+            elif rewrite:
                 panes = step.closed(windows, new_wm, self.ordered, table=True)
             else:
                 panes = step.due(windows, wm, new_wm, self.ordered)

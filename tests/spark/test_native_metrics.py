@@ -3,6 +3,7 @@ wrote: from the Parquet footers' statistics, or with a Spark aggregate when a fi
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from panes.spark.native import DEAD, GOT, NativeStream
 
@@ -157,3 +158,114 @@ def test_when_a_step_rewrites_the_open_windows_into_one_table(spark, tmp_path):
     early = {**base, "window": {"tumbling": {"size": "10 seconds"}},
              "trigger": {"after_watermark": {"early": {"after_count": 2}}}}
     assert stream(early)._rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is True
+
+
+_TYPED = "k string, ts timestamp, name string, d date, x double, at timestamp, dec decimal(10,2)"
+
+
+def _typed_run(spark, tmp_path, aggregates: dict, batches: list):
+    """The native stream over ``batches`` (rows of ``_TYPED``), 10 s tumbling windows per ``k``:
+    the panes of each micro-batch as dicts."""
+    from panes import pipeline
+    from panes.spark.native import NativeStep
+    from panes.spark.planner import _prepare
+
+    p = pipeline({"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
+                  "aggregates": aggregates})
+    step = NativeStep(p, spark.createDataFrame([], _TYPED).schema, _TYPED.replace(",", "").split()[::2])
+    stream = NativeStream(step, str(tmp_path))
+    out = []
+    for i, b in enumerate(batches):
+        got: list = []
+        stream.run(_prepare(spark.createDataFrame(b, _TYPED), p, 0).withColumns(step.row_columns()), i,
+                   lambda df, j: got.extend(r.asDict() for r in df.collect()), lambda df, j: None)
+        out.append(sorted(got, key=lambda r: r["k"]))
+    return out
+
+
+def _typed_batches():
+    import datetime as dt
+    from decimal import Decimal as D
+
+    t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
+    return [[("a", t(1), "x", dt.date(2024, 5, 1), 1.5, t(100), D("1.25")), ("b", t(2), None, None, None, None, None)],
+            [("a", t(3), "y", dt.date(2024, 4, 1), float("nan"), t(50), D("2.50")),
+             ("a", t(4), "x", dt.date(2024, 6, 1), 7.0, t(70), D("-1.00"))],
+            [("a", t(30), "z", dt.date(2023, 1, 1), 2.0, t(1), D("0.01"))]]
+
+
+def _tables(monkeypatch, how: str) -> None:
+    """The steps' tables after the first ``collected`` to the driver or ``written_by_spark``
+    (a micro-batch made with createDataFrame has no size estimate: it would be written)."""
+    from panes.spark import native
+
+    monkeypatch.setattr(native, "COLLECT_INPUT_BYTES", 1 << 100 if how == "collected" else -1)
+
+
+def test_tables_collected_to_the_driver_read_back_as_spark_wrote_them(spark, tmp_path, monkeypatch):
+    """A step whose table is small collects it to the driver and writes it with pyarrow; the next
+    steps read it back with the types Spark wrote (timestamps, dates, strings, doubles, the
+    structs of first / last, the arrays of the holistic aggregates): the same panes either way."""
+    import datetime as dt
+
+    aggregates = {"n": {"count": "*"}, "first_at": {"first": "at"}, "last_name": {"last": "name"},
+                  "min_d": {"min": "d"}, "names": {"collect_list": "name"}, "top": {"top_k": {"column": "x", "k": 2}},
+                  "med": {"median": "x"}, "dn": {"count_distinct": "name"}, "hi": {"max": "x"}}
+    expected = [[], [], [
+        {"k": "a", "window_start": dt.datetime(2024, 1, 1), "window_end": dt.datetime(2024, 1, 1, 0, 0, 10),
+         "timing": "ON_TIME", "pane_index": 0, "is_last": True, "retraction": False, "n": 3,
+         "first_at": dt.datetime(2024, 1, 1, 0, 1, 40), "last_name": "x", "min_d": dt.date(2024, 4, 1),
+         "names": ["x", "y", "x"], "top": [7.0, 1.5], "med": 4.25, "dn": 2, "hi": 7.0},
+        {"k": "b", "window_start": dt.datetime(2024, 1, 1), "window_end": dt.datetime(2024, 1, 1, 0, 0, 10),
+         "timing": "ON_TIME", "pane_index": 0, "is_last": True, "retraction": False, "n": 1,
+         "first_at": None, "last_name": None, "min_d": None, "names": [], "top": [], "med": None, "dn": 0, "hi": None}]]
+    writers = {}
+    for how in ("collected", "written_by_spark"):
+        _tables(monkeypatch, how)
+        root = tmp_path / how
+        panes = _typed_run(spark, root, aggregates, _typed_batches())
+        assert panes == expected, how
+        writers[how] = [{pq.read_metadata(f).created_by.split()[0] for f in (root / "panes_native" / f"v{v}" / "windows").glob("*.parquet")}
+                        for v in (1, 2)]
+    assert writers == {"collected": [{"parquet-cpp-arrow"}] * 2, "written_by_spark": [{"parquet-mr"}] * 2}
+
+
+@pytest.mark.parametrize("how", ["collected", "written_by_spark"])
+def test_decimal_averages_keep_their_type_across_micro_batches(spark, tmp_path, monkeypatch, how):
+    """Spark sums decimal(10, 2) as decimal(20, 2): the kept total stays at that type when a
+    step merges it with the next rows (it widened, and the step after could not read it)."""
+    from decimal import Decimal as D
+
+    _tables(monkeypatch, how)
+    panes = _typed_run(spark, tmp_path, {"a": {"avg": "dec"}, "s": {"sum": "dec"}, "hi": {"max": "dec"}},
+                               _typed_batches())
+    assert [[(r["k"], r["a"], r["s"], r["hi"]) for r in ps] for ps in panes] == \
+        [[], [], [("a", 2.75 / 3, 2.75, D("2.50")), ("b", None, None, None)]]
+    writer = {pq.read_metadata(f).created_by.split()[0] for f in (tmp_path / "panes_native" / "v2" / "windows").glob("*.parquet")}
+    assert writer == {"parquet-cpp-arrow" if how == "collected" else "parquet-mr"}
+
+
+def test_a_step_that_closes_no_window_hands_over_an_empty_relation(spark, tmp_path, monkeypatch):
+    """The panes of a step that closes no window (its tables' smallest window end) are an empty
+    relation that reads no table, with the columns of any other step's panes."""
+    import datetime as dt
+
+    t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
+    batches = [[("a", t(1), 1)], [("a", t(5), 2)], [("b", t(12), 4)]]
+    run = _stepper(spark, tmp_path, {"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
+                                     "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}}, batches)
+    from panes.spark import native
+
+    seen = []
+    run0 = native.NativeStream.run
+
+    def run_seen(self, batch, batch_id, on_panes, on_dead_letters):
+        def panes(df, b):
+            seen.append((df.inputFiles(), df.schema))
+            on_panes(df, b)
+        run0(self, batch, batch_id, panes, on_dead_letters)
+
+    monkeypatch.setattr(native.NativeStream, "run", run_seen)
+    assert run(0) == [] and run(1) == [] and run(2) == [("a", 0, 2, 3)]
+    assert [bool(files) for files, _ in seen] == [False, False, True]
+    assert seen[0][1] == seen[1][1] == seen[2][1]

@@ -109,8 +109,37 @@ def _same_on_native_plan_and_core(spark, scenario):
     assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
 
 
+def _decisions(monkeypatch, name: str) -> list:
+    """What the native stream's decision ``name`` (a method) answers, per step, recorded."""
+    from panes.spark import native
+
+    decisions: list[bool] = []
+    decide = getattr(native.NativeStream, name)
+
+    def recorded(self, *args):
+        decisions.append(decide(self, *args))
+        return decisions[-1]
+
+    monkeypatch.setattr(native.NativeStream, name, recorded)
+    return decisions
+
+
+@pytest.fixture(params=["collected", "written_by_spark"])
+def table_writes(request, monkeypatch):
+    """The native steps' tables collected to the driver after the first step (the micro-batches
+    of a replay are small), or all written by Spark jobs: the decisions taken, per step."""
+    from panes.spark import native
+
+    if request.param == "written_by_spark":
+        monkeypatch.setattr(native, "COLLECT_ROWS", -1)
+    decisions = _decisions(monkeypatch, "_collects")
+    yield decisions
+    assert decisions and not decisions[0]  # (the first step: the table's types not known yet)
+    assert any(decisions) == (request.param == "collected")
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_random_default_trigger_timelines_same_on_native_plan_and_core(spark, seed):
+def test_random_default_trigger_timelines_same_on_native_plan_and_core(spark, seed, table_writes):
     scenario = load_scenario(_random_default_trigger_scenario(seed))
     _same_on_native_plan_and_core(spark, scenario)
 
@@ -148,7 +177,7 @@ def _random_session_scenario(seed, dense: bool = False):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_random_session_timelines_same_on_native_plan_and_core(spark, seed):
+def test_random_session_timelines_same_on_native_plan_and_core(spark, seed, table_writes):
     scenario = load_scenario(_random_session_scenario(seed))
     _same_on_native_plan_and_core(spark, scenario)
 
@@ -190,7 +219,7 @@ def _random_counting_trigger_scenario(seed):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_random_counting_trigger_timelines_same_on_native_plan_and_core(spark, seed):
+def test_random_counting_trigger_timelines_same_on_native_plan_and_core(spark, seed, table_writes):
     scenario = load_scenario(_random_counting_trigger_scenario(seed))
     _same_on_native_plan_and_core(spark, scenario)
 
@@ -221,15 +250,7 @@ def tables_added(monkeypatch):
     monkeypatch.setattr(native, "SMALL_STATE_ROWS", 0)
     monkeypatch.setattr(native, "MAX_TABLES", 3)
     monkeypatch.setattr(native, "CLOSING_STEPS", None)
-    decisions: list[bool] = []
-    rewrites = native.NativeStream._rewrites
-
-    def recorded(self, *args):
-        decisions.append(rewrites(self, *args))
-        return decisions[-1]
-
-    monkeypatch.setattr(native.NativeStream, "_rewrites", recorded)
-    return decisions
+    return _decisions(monkeypatch, "_rewrites")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 4, 5, 8, 9])
