@@ -849,7 +849,8 @@ COLLECT_INPUT_BYTES = 32 << 20
 #: the column types that a table collected as Arrow and written by pyarrow keeps as Spark reads
 #: them (another type in the table, a map or an interval: a write job)
 _LOCAL_TYPES = (ST.BooleanType, ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType, ST.FloatType,
-                ST.DoubleType, ST.DecimalType, ST.StringType, ST.BinaryType, ST.DateType, ST.TimestampType, ST.TimestampNTZType)
+                ST.DoubleType, ST.DecimalType, ST.StringType, ST.BinaryType, ST.DateType, ST.TimestampType,
+                ST.TimestampNTZType)
 
 
 def _nullable(f):
@@ -892,8 +893,8 @@ class NativeStream:
     windows that stay open long (many keys, long windows or processing time).
 
     A small table (``COLLECT_ROWS``) is collected to the driver as Arrow and written there by
-    pyarrow, without the file commit of a Spark write; a step that closes no window hands an empty relation to the panes
-    callback, whose job then reads no table."""
+    pyarrow, without the file commit of a Spark write; a step that closes no window hands an
+    empty relation to the panes callback, whose job then reads no table."""
 
     def __init__(self, step: NativeStep, checkpoint: str, ordered: bool = False):
         self.step = step
@@ -1050,7 +1051,8 @@ class NativeStream:
             # The rows are not persisted: each job reads only the columns it needs (measured
             # faster than caching)
             good = step.on_time(batch, wm, batch_id)
-            kept = sum(t["rows"] for t in tables) if rewrite and tables else 0  # (None: unknown)
+            kept = 0 if not rewrite else None if any(t["rows"] is None for t in tables) \
+                else sum(t["rows"] for t in tables)  # (the kept rows it rewrites; None: unknown)
             self._write(step.combine(good, state, wm, metrics=True), here / "windows", batch, kept)
             got, dead, rows, ends = self._statistics(spark, here / "windows")
             new_wm = step.watermark_after(got, wm)

@@ -269,3 +269,20 @@ def test_a_step_that_closes_no_window_hands_over_an_empty_relation(spark, tmp_pa
     assert run(0) == [] and run(1) == [] and run(2) == [("a", 0, 2, 3)]
     assert [bool(files) for files, _ in seen] == [False, False, True]
     assert seen[0][1] == seen[1][1] == seen[2][1]
+
+
+def test_a_state_written_before_tables_were_listed_is_read_and_rewritten(spark, tmp_path):
+    """A meta.json without its list of tables (an older panes): the step reads that version's own
+    table, its rows unknown, and rewrites it (written by Spark)."""
+    import datetime as dt
+    import json
+
+    t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
+    run = _stepper(spark, tmp_path, {"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
+                                     "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}},
+                   [[("a", t(1), 1), ("b", t(3), 2)], [("a", t(12), 4)]])
+    assert run(0) == []
+    meta = tmp_path / "panes_native" / "v0" / "meta.json"
+    meta.write_text(json.dumps({k: v for k, v in json.loads(meta.read_text()).items() if k != "tables"}))
+    assert run(1) == [("a", 0, 1, 1), ("b", 0, 1, 2)]
+    assert json.loads((tmp_path / "panes_native" / "v1" / "meta.json").read_text())["tables"][0]["path"] == "v1/windows"
