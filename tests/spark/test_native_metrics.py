@@ -238,7 +238,7 @@ def test_decimal_averages_keep_their_type_across_micro_batches(spark, tmp_path, 
 
     _tables(monkeypatch, how)
     panes = _typed_run(spark, tmp_path, {"a": {"avg": "dec"}, "s": {"sum": "dec"}, "hi": {"max": "dec"}},
-                               _typed_batches())
+                       _typed_batches())
     assert [[(r["k"], r["a"], r["s"], r["hi"]) for r in ps] for ps in panes] == \
         [[], [], [("a", 2.75 / 3, 2.75, D("2.50")), ("b", None, None, None)]]
     writer = {pq.read_metadata(f).created_by.split()[0] for f in (tmp_path / "panes_native" / "v2" / "windows").glob("*.parquet")}
