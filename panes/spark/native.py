@@ -263,7 +263,7 @@ def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
         # or each micro-batch's merge would widen it and the next one read its table wrong)
         ct = schema[fn.column].dataType
         total = (lambda e: e) if not isinstance(ct, ST.DecimalType) else \
-            (lambda e: e.cast(ST.DecimalType(min(38, ct.precision + 10), ct.scale)))
+            (lambda e: cast_to(e, ST.DecimalType(min(38, ct.precision + 10), ct.scale)))
         return Partial((s, k), (total(F.sum(c)), F.count(c)),
                        (total(F.sum(s)).alias(s), F.sum(k).alias(k)),
                        F.when(F.col(k) > 0, F.col(s).cast("double") / F.col(k)),
@@ -867,6 +867,12 @@ def _nullable(f):
     return f.with_type(t).with_nullable(True)
 
 
+def _rows(tables: list[dict]) -> int | None:
+    """The rows ``tables`` hold (None: a table's rows unknown)."""
+    rows = [t["rows"] for t in tables]
+    return None if any(r is None for r in rows) else sum(rows)
+
+
 def _local_type(t: ST.DataType) -> bool:
     if isinstance(t, ST.ArrayType):
         return _local_type(t.elementType)
@@ -977,15 +983,14 @@ class NativeStream:
         the tables (rows or ends unknown: a rewrite)."""
         if not self.step.appends or not tables or len(tables) >= MAX_TABLES:
             return True
-        rows = [t["rows"] for t in tables]
-        if any(r is None for r in rows) or any(t["ends"] is None for t in tables):
+        total = _rows(tables)
+        if total is None or any(t["ends"] is None for t in tables):
             return True
-        if sum(rows) <= SMALL_STATE_ROWS or sum(rows[1:]) >= rows[0]:
+        if total <= SMALL_STATE_ROWS or total - tables[0]["rows"] >= tables[0]["rows"]:
             return True
         if CLOSING_STEPS is None:
             return False
-        soon = wm + CLOSING_STEPS * advance
-        return any(self.step.expires_at(t["ends"][0]) <= soon for t in tables)
+        return self._closing(tables, wm + CLOSING_STEPS * advance)
 
     def _write(self, table: DataFrame, path: Path, batch: DataFrame, kept: int | None) -> None:
         """Writes a step's windows ``table`` (``batch``: its micro-batch; ``kept``: the kept
@@ -1051,8 +1056,7 @@ class NativeStream:
             # The rows are not persisted: each job reads only the columns it needs (measured
             # faster than caching)
             good = step.on_time(batch, wm, batch_id)
-            kept = 0 if not rewrite else None if any(t["rows"] is None for t in tables) \
-                else sum(t["rows"] for t in tables)  # (the kept rows it rewrites; None: unknown)
+            kept = _rows(tables) if rewrite else 0  # (the kept rows it rewrites)
             self._write(step.combine(good, state, wm, metrics=True), here / "windows", batch, kept)
             got, dead, rows, ends = self._statistics(spark, here / "windows")
             new_wm = step.watermark_after(got, wm)
