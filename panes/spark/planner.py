@@ -27,7 +27,7 @@ from .columns import (
     BUCKET, CLOCK, DEAD_LETTER_SCHEMA, DETAIL, INVALID, PUNCT, TS, WMARK,
     NUM, event_time_ms, numeric_string_columns, pane_schema, validation,
 )
-from .native import NativeStep, NativeStream, batch_unsupported, stream_unsupported
+from .native import NativeStep, NativeStream, batch_unsupported, never_late, stream_unsupported
 from .session import plan_building
 from .stateful import KIND, PHASE, SUB, BucketProcessor
 
@@ -241,8 +241,10 @@ def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: 
         raise ValueError(f"plan 'native' cannot run this pipeline: {why}")
     if plan in ("auto", "native") and why is None:
         record_columns = [c for c in df.columns if not c.startswith("__panes")]
-        step = NativeStep(p, df.schema, record_columns)
+        step = NativeStep(p, df.schema, record_columns, never_late=never_late(p) and control_wm is None)
         prepared = _prepare(df, p, 0, ingestion=ingestion, control_wm=control_wm).withColumns(step.row_columns())
+        if step.never_late:
+            prepared = prepared.select(*[F.col(f"`{c}`") for c in step.stream_columns(prepared.columns)])
         return WindowedResult(None, None, None, explain_plan(p, "stream"), p, df.schema,
                               native=step, source=prepared)
     if heartbeat is None:
