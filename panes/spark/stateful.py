@@ -153,8 +153,9 @@ class BucketProcessor(StatefulProcessor):
             batch[CORE_TS] = batch[CORE_TS].astype(np.int64)
             if self.pipeline.event_time is None:
                 # ingestion time never goes back (Spark's micro-batch time does when the system
-                # clock is set back): a stamp before the latest one counts as that one, as on
-                # the native plan (``NativeStep.on_time``) and in the core's replay (its clock)
+                # clock is set back): a stamp before the latest one this bucket saw counts as
+                # that one, as on the native plan (``NativeStep.on_time``: the stream's latest)
+                # and in the core's replay (its clock)
                 batch[CORE_TS] = np.maximum(batch[CORE_TS], st.max_event_time)
             res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch, i))
             self._panes(res.panes, 2, out)
