@@ -24,8 +24,7 @@ trigger) share the group's plain runs.
   Each micro-batch runs one action per output: a summary of the rows (count, checksum, the first
   aggregate's sum). The input ends with a sentinel record a day after the data (see
   ``common.stream_input``), so every real window closes on both sides; its own windows are
-  filtered out. The time runs from building the query to its end. The warm-up runs each side
-  once on the same input, untimed (``--warmup-input``; ``--quick``: the first file only).
+  filtered out. The time runs from building the query to its end.
 - Nexmark q12 (processing time) cannot use availableNow + sentinel: see ``run_proc_time``.
 
 The checksum of a result is ``sum(pmod(xxhash64(keys, window_start ms, window_end ms, aggregates
@@ -312,8 +311,7 @@ def _epoch(iso: str) -> float:
     return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float, warmup: bool = False,
-                  warmup_files: int | None = 1) -> dict:
+def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float, warmup: bool = False) -> dict:
     """Nexmark q12, processing-time windows. Windows are assigned from the micro-batch's time, so
     availableNow + an event-time sentinel cannot close them. The query runs with the default
     trigger (a micro-batch as soon as the previous one ends) over a fresh copy of the input
@@ -321,8 +319,8 @@ def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float
     input record (from the query's progress). Then, untimed, once the wall clock has passed the end
     of the 10 s window of that micro-batch, a sentinel record is added to the directory: its
     micro-batch's time is past every window, so both sides close all windows, and the run waits
-    until the emitted counts add up to the input (or ``timeout``). ``warmup``: the first
-    ``warmup_files`` (None: all), and no closing."""
+    until the emitted counts add up to the input (or ``timeout``). ``warmup``: the first file only,
+    and no closing."""
     import pyarrow.parquet as pq
 
     import panes
@@ -331,7 +329,7 @@ def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float
     work = Path(tempfile.mkdtemp(prefix="bench-q12-input-"))
     src_dir = work / "in"
     src_dir.mkdir()
-    parts = sorted(ds.path.glob("part-*.parquet"))[:warmup_files if warmup else None]
+    parts = sorted(ds.path.glob("part-*.parquet"))[:1 if warmup else None]
     for p in parts:
         os.link(p, src_dir / p.name)
     set_mtimes(src_dir)
@@ -474,13 +472,10 @@ class Runner:
         if bench.mode == "batch":
             return run_batch(self.spark, bench, ds, side, loops)
         fpt = self.fpt(bench, ds)
-        full = self.a.warmup_input == "full"  # (a warm-up: the timed run's input, untimed)
         if bench.time == "processing":
-            return run_proc_time(self.spark, bench, ds, side, fpt, self.a.timeout, warmup=warmup,
-                                 warmup_files=None if full else 1)
-        first_file = warmup and not full
-        src = stream_input(ds.path, ds.sentinel, warmup=first_file)
-        return run_stream(self.spark, bench, ds, side, src, 1 if first_file else fpt, self.a.timeout)
+            return run_proc_time(self.spark, bench, ds, side, fpt, self.a.timeout, warmup=warmup)
+        src = stream_input(ds.path, ds.sentinel, warmup=warmup)
+        return run_stream(self.spark, bench, ds, side, src, 1 if warmup else fpt, self.a.timeout)
 
     def run_group(self, benches: list) -> dict:
         first = benches[0]
@@ -513,7 +508,7 @@ class Runner:
                         log(f"  warm-up of {b.name} / {side} failed (the timed runs will report it)")
                 if batch_loops and warm_s:
                     loops = max(1, math.ceil(self.a.batch_seconds / statistics.median(warm_s)))
-            log(f"  warm-up (untimed, {'full data' if first.mode == 'batch' or self.a.warmup_input == 'full' else 'first file'}): "
+            log(f"  warm-up (untimed, {'full data' if first.mode == 'batch' else 'first file'}): "
                 f"{time.perf_counter() - t0:.1f} s" + (f"; each timed run executes the query {loops} times"
                                                        if first.mode == "batch" else ""))
         runs: dict[tuple, list] = {}
@@ -764,10 +759,6 @@ def main(argv=None) -> int:
                     help="untimed warm-up runs: before each benchmark group (default), only before the "
                          "first streaming and the first batch group (--quick's default), or none")
     ap.add_argument("--no-warmup", action="store_true", help="the same as --warmup none")
-    ap.add_argument("--warmup-input", choices=("full", "first-file"), default=None,
-                    help="a streaming warm-up's input: the timed runs' (default; in one process after a "
-                         "one-file warm-up, q7's runs went 9.41, 6.39, 5.45 s for panes and 6.12, 5.32 s "
-                         "for plain Spark: the JVM still compiling), or its first file (--quick's default)")
     ap.add_argument("--batch-seconds", type=float, default=None,
                     help="a timed batch run executes its query several times in a row, as many as make "
                          "this many seconds by the group's warm-up, and counts the mean (default 2; "
@@ -782,7 +773,6 @@ def main(argv=None) -> int:
         size["bids"] = a.bids
     a.repeat = a.repeat or size["repeat"]
     a.warmup = "none" if a.no_warmup else (a.warmup or ("first" if a.quick else "each"))
-    a.warmup_input = a.warmup_input or ("first-file" if a.quick else "full")
     if a.batch_seconds is None:
         a.batch_seconds = 0.0 if a.quick else 2.0
     if a.wait_idle is None:
