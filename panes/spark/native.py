@@ -62,11 +62,11 @@ GOT, DEAD, NONE = "__panes_got", "__panes_dead", "__panes_none"
 #: a stream's columns per row that no watermark changes (``NativeStep.row_columns``): event time
 #: (0 when missing), a data row that counts / is a dead letter, the row's window and when it
 #: expires, in a window; the numbers a value column holds (NaN as null) under ROWV + its name
-#: the record of a malformed row as JSON, computed in the stream's own plan (``NativeStep.never_late``)
-RECORD = "__panes_record"
 ROWT, ROWOK, ROWBAD, ROWWS, ROWWE, ROWEXP, ROWIN, ROWV = (
     "__panes_row_t", "__panes_row_ok", "__panes_row_bad", "__panes_row_ws", "__panes_row_we",
     "__panes_row_exp", "__panes_row_in", "__panes_row_v_")
+#: the record of a malformed row as JSON, computed in the stream's own plan (``NativeStep.never_late``)
+RECORD = "__panes_record"
 STATE_DIR = "panes_native"
 #: the windows table of a step is committed by its ``meta.json``, written after it (a step run
 #: again starts from an empty directory): Hadoop's file committer need not move the files once
