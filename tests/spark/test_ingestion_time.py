@@ -115,12 +115,12 @@ def test_the_stateful_processor_counts_a_stamp_before_the_latest_as_it(event_tim
     import pandas as pd
 
     from panes.spark.columns import DETAIL, INVALID, TS
-    from panes.spark.stateful import BucketProcessor
+    from panes.spark.stateful import KIND, PHASE, SUB, BucketProcessor
 
     spec = dict(SPEC, window={"tumbling": {"size": "10 seconds"}})
     if event_time:
         spec["event_time"] = event_time
-    out_cols = ["__panes_kind", "__panes_phase", "__panes_sub", "k", "window_start", "window_end", "timing",
+    out_cols = [KIND, PHASE, SUB, "k", "window_start", "window_end", "timing",
                 "pane_index", "is_last", "retraction", "n", "total",
                 "dl_reason", "dl_record", "dl_watermark", "dl_windows", "dl_detail"]
     proc = BucketProcessor(pipeline(spec), ["k", "v", "it"], out_cols)
@@ -136,8 +136,8 @@ def test_the_stateful_processor_counts_a_stamp_before_the_latest_as_it(event_tim
             got.extend(f.to_dict("records"))
     for f in proc.handleExpiredTimer(("0",), _Times(21_000, 21_000), None):
         got.extend(f.to_dict("records"))
-    panes_ = [(r["k"], r["window_start"], r["n"], r["total"]) for r in got if r["__panes_kind"] == "P"]
-    dead = [(r["dl_reason"], json.loads(r["dl_record"])["v"]) for r in got if r["__panes_kind"] == "D"]
+    panes_ = [(r["k"], r["window_start"], r["n"], r["total"]) for r in got if r[KIND] == "P"]
+    dead = [(r["dl_reason"], json.loads(r["dl_record"])["v"]) for r in got if r[KIND] == "D"]
     if event_time is None:  # 5 s counts as 12 s: in [10 s, 20 s)
         assert panes_ == [("a", 10_000, 2, 3)] and dead == []
     else:
