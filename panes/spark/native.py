@@ -67,6 +67,9 @@ ROWT, ROWOK, ROWBAD, ROWWS, ROWWE, ROWEXP, ROWIN, ROWV = (
     "__panes_row_exp", "__panes_row_in", "__panes_row_v_")
 #: the record of a malformed row as JSON, computed in the stream's own plan (``NativeStep.never_late``)
 RECORD = "__panes_record"
+#: a step's own values as columns (``constants``): the watermark before the step, after it, the
+#: least ingestion stamp (``never_late``), the step's number (arrival order)
+WMC, WMC2, FLOORC, STEPC = "__panes_wm", "__panes_wm2", "__panes_floor", "__panes_step"
 STATE_DIR = "panes_native"
 #: the windows table of a step is committed by its ``meta.json``, written after it (a step run
 #: again starts from an empty directory): Hadoop's file committer need not move the files once
@@ -141,6 +144,44 @@ def stream_unsupported(p: Pipeline) -> str | None:
     return _aggregates_unsupported(p)
 
 
+# A step's own values (its watermark, ...) are never literals in its plans: Spark writes a literal
+# number into the code it generates for a stage, so with the watermark as a literal each
+# micro-batch compiled its stages anew: on Nexmark q7's stream, two pieces of code per micro-batch
+# (the step's, the panes'), each compiled twice, 20-100 ms each (CodeGenerator's log; tests in
+# test_generated_code.py). A one-element array literal is handed to the generated code as an
+# object instead: the code stays the same from one micro-batch to the next, and Spark's code
+# cache serves it. Its values reach the rows as columns (``constants``, a Generate in the stage's
+# code) or a filter's test reads them (``where``). (Columns with lambda functions are built once
+# per step, ``NativeStep._memo``, for the same reason: the names Spark gives their variables are
+# new each time, and are in the generated code.)
+
+
+def _one_row(values: dict[str, int]) -> str:
+    """The SQL of an array literal of one struct of ``values`` (longs)."""
+    fields = ", ".join(f"'{n}', CAST({int(v)} AS BIGINT)" for n, v in values.items())
+    return f"array(named_struct({fields}))"  # (SQL: one JVM round trip, where Columns made eight)
+
+
+def constants(df: DataFrame, values: dict[str, int], *columns) -> DataFrame:
+    """``df`` with a long column per name of ``values``, the same value on every row (see
+    above). ``columns``: the others to keep (default: all), in the same step (each DataFrame step
+    costs an analysis)."""
+    generator = f"inline({_one_row(values)})"
+    if not columns:
+        return df.selectExpr("*", generator)
+    return df.select(*columns, F.expr(generator))
+
+
+def where(test: str, values: dict[str, int]) -> Column:
+    """A generator for a select that keeps the rows for which ``test`` (SQL) holds and adds no
+    column: a filter in the select's own step (each DataFrame step costs an analysis). ``test``
+    reads ``values`` as fields of ``c`` (see above): Spark's higher-order functions evaluate it
+    for the one element of their array, interpreted (~15 ns more per row than a filter, measured
+    on 2M rows): for the windows tables, not the rows. (SQL: the same as Columns, with lambda
+    functions, took ~10 ms more to build.)"""
+    return F.expr(f"inline(transform(filter({_one_row(values)}, c -> {test}), c -> named_struct()))")
+
+
 def _mapped(c: Column, pairs) -> Column:
     """``c``'s value mapped by ``(from, to)`` pairs (a when-chain; null for any other value)."""
     out = None
@@ -213,11 +254,12 @@ def row_window(p: Pipeline, ts: Column) -> dict[str, Column] | None:
 
 
 def assign(p: Pipeline, df: DataFrame, keep_all: bool = False, extra: dict | None = None,
-           ts: Column | None = None) -> DataFrame:
+           ts: Column | None = None, starts: Column | None = None) -> DataFrame:
     """Rows with their windows, a row per (row, window), bounds in WS / WE (ms, half-open).
     A row in a hopping gap has no window: dropped, or kept with null bounds (``keep_all``).
     ``extra``: more columns added in the same step (each DataFrame step costs an analysis);
-    ``ts``: the event time's expression (default: the ``TS`` column)."""
+    ``ts``: the event time's expression (default: the ``TS`` column); ``starts``: its
+    ``hopping_starts``, when already built."""
     w = p.window
     ts = F.col(TS) if ts is None else ts
     extra = extra or {}
@@ -225,15 +267,19 @@ def assign(p: Pipeline, df: DataFrame, keep_all: bool = False, extra: dict | Non
     if one is None:
         # the starts of the row's windows, exploded: measured faster than Spark's own sliding
         # window() (an Expand) on Nexmark q5. Every row has one at least (the last start).
-        return df.withColumn(WS, F.explode(hopping_starts(w, ts))).withColumns({WE: F.col(WS) + F.lit(w.size), **extra})
+        starts = hopping_starts(w, ts) if starts is None else starts
+        return df.withColumn(WS, F.explode(starts)).withColumns({WE: F.col(WS) + F.lit(w.size), **extra})
     out = df.withColumns({**one, **extra})
     if isinstance(w, Hopping) and w.hop > w.size and not keep_all:
         return out.filter(F.col(WE).isNotNull())
     return out
 
 
-def expiry(p: Pipeline, end: Column) -> Column:
-    """The watermark at which a window expires (end + allowed lateness; never for the global window)."""
+def expiry(p: Pipeline, end: Column | str) -> Column | str:
+    """The watermark at which a window expires (end + allowed lateness; never for the global
+    window). ``end`` as SQL: the expiry's SQL."""
+    if isinstance(end, str):
+        return f"CASE WHEN {end} >= {MAX_TIME} THEN {END_OF_INPUT} ELSE {end} + {p.allowed_lateness} END"
     return F.when(end >= F.lit(MAX_TIME), F.lit(END_OF_INPUT)).otherwise(end + F.lit(p.allowed_lateness))
 
 
@@ -441,11 +487,10 @@ class NativeStep:
         read = {*self.p.key, *self.p.value_columns, *([w.gap_column] if isinstance(w, Sessions) and w.gap_column else [])}
         return [c for c in names if c.startswith("__panes") or c in read]
 
-    def _seq(self, step: int) -> dict[str, Column]:
-        """A row's arrival order (step, then position), for the aggregates that break event-time
-        ties by it (first, last, collect_list); none for the others."""
-        return {SEQ: F.struct(F.lit(step).cast("long").alias("b"), F.monotonically_increasing_id().alias("i"))} \
-            if self.ordered else {}
+    def _seq(self, step: Column) -> dict[str, Column]:
+        """A row's arrival order (``step``'s number, then position), for the aggregates that
+        break event-time ties by it (first, last, collect_list); none for the others."""
+        return {SEQ: F.struct(step.alias("b"), F.monotonically_increasing_id().alias("i"))} if self.ordered else {}
 
     def on_time(self, rows: DataFrame, wm: int, step: int = 0) -> DataFrame:
         """A stream step's prepared rows (with ``row_columns()``), a row per (row, window) for
@@ -453,31 +498,37 @@ class NativeStep:
         ``GOT`` (its watermark value) and ``DEAD`` (1: a dead letter, malformed or late in that
         window); a row that counts in no window has null key and window bounds, so that the
         grouping collects the step's watermark and dead-letter flag in one more group, in the
-        same pass over the rows (``combine(..., metrics=True)``). (Bounded input:
-        ``on_time_bounded``.)"""
+        same pass over the rows (``combine(..., metrics=True)``); and ``WMC``, the watermark
+        ``wm``. (Bounded input: ``on_time_bounded``.)"""
         p = self.p
-        seq = self._seq(step)
-        # (the rows carry row_columns(): only what the watermark decides is computed here)
-        ts = F.col(ROWT)
         # never_late: a stamp before the latest one (the system clock set back) counts as that
         # one, as on the stateful plan and in the core's replay (whose clock never goes back);
-        # its window then is the latest stamp's (a constant)
+        # its window then is the latest stamp's
         floor = wm + self.delay if self.never_late and MIN_TIME < wm < END_OF_INPUT else None
+        # (the step's values as columns, not literals: see ``constants``)
+        rows = constants(rows, {WMC: wm, **({FLOORC: floor} if floor is not None else {}),
+                                **({STEPC: step} if self.ordered else {})})
+        seq = self._seq(F.col(STEPC))
+        # (the rows carry row_columns(): only what the watermark decides is computed here)
+        ts = F.col(ROWT)
         if floor is not None:
-            ts = F.greatest(ts, F.lit(floor))
+            ts = F.greatest(ts, F.col(FLOORC))
         marks = {TS: ts, **seq}
         if several_windows_per_row(p):  # exploded, the marks added in the same step
-            good = assign(p, rows, keep_all=True, extra=marks, ts=ts)
+            # (built once: the names Spark gives the variables of lambda functions are new each
+            # time, and are in its generated code)
+            starts = self._memo(("starts", floor is not None), lambda: hopping_starts(p.window, ts))
+            good = assign(p, rows, keep_all=True, extra=marks, ts=ts, starts=starts)
             marks, in_window, ws, we, exp = {}, F.col(ROWOK), F.col(WS), F.col(WE), expiry(p, F.col(WE))
         else:  # one step (each costs an analysis)
             good = rows
             in_window, ws, we, exp = F.col(ROWIN), F.col(ROWWS), F.col(ROWWE), F.col(ROWEXP)
             if floor is not None:
-                back, at = F.col(ROWT) < F.lit(floor), row_window(p, F.lit(floor).cast("long"))
+                back, at = F.col(ROWT) < F.col(FLOORC), row_window(p, F.col(FLOORC))
                 in_window = F.when(back, F.col(ROWOK) & at[WE].isNotNull()).otherwise(in_window)
                 ws, we = F.when(back, at[WS]).otherwise(ws), F.when(back, at[WE]).otherwise(we)
                 exp = F.when(back, expiry(p, at[WE])).otherwise(exp)
-        expired = exp <= F.lit(wm) if wm > MIN_TIME else F.lit(False)
+        expired = exp <= F.col(WMC) if wm > MIN_TIME else F.lit(False)
         late, keep = in_window & expired, in_window & ~expired
         cols = {**marks, **{k: F.when(keep, F.col(k)) for k in p.key}, WS: F.when(keep, ws), WE: F.when(keep, we)}
         cols.update({c: F.when(keep, F.col(ROWV + c)) if c in cols else F.col(ROWV + c) for c in self.read_values})
@@ -490,7 +541,7 @@ class NativeStep:
         step costs an analysis of the plan, which grows with the columns added before it)."""
         p = self.p
         ts = cols[TS]
-        new = {TS: ts, **self._seq(0), **self._values(cols)}
+        new = {TS: ts, **self._seq(F.lit(0).cast("long")), **self._values(cols)}
         one = row_window(p, ts)
         if one is None:  # several windows per row: exploded in a step of their own
             return assign(p, rows.filter(counts), extra=new, ts=ts)
@@ -501,31 +552,45 @@ class NativeStep:
     def dead_letters(self, rows: DataFrame, wm: int) -> DataFrame:
         """The dead letters of a step's prepared rows: the malformed ones, and the late ones, each
         once, naming the windows that expired before it came (it counts in its other windows)."""
-        p = self.p
-        data = rows.filter(F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
-        valid = F.col(INVALID).isNull()
-        record = F.col(RECORD) if self.never_late else self._record()
-        if wm > MIN_TIME and not self.never_late:  # (never_late: only malformed rows)
-            missed = F.filter(window_array(p, F.col(TS)), lambda w: F.lit(wm) >= expiry(p, w["e"]))
-            marked = data.withColumn(MISSED, F.when(valid, missed))
-            dead = marked.filter(~valid | (F.size(MISSED) > 0))
+        c = self._memo(("dead", wm > MIN_TIME), lambda: self._dead_letter_columns(wm > MIN_TIME))
+        data = rows.filter(c["data"])
+        if wm > MIN_TIME:  # (not a literal: see ``constants``)
+            data = constants(data, {WMC: wm})
+        if c["missed"] is not None:
+            dead = data.withColumn(MISSED, c["missed"]).filter(c["dead"])
         else:
-            dead = data.filter(~valid).withColumn(MISSED, F.lit(None).cast("array<struct<s:long,e:long>>"))
+            dead = data.filter(c["dead"]).withColumn(MISSED, F.lit(None).cast("array<struct<s:long,e:long>>"))
+        return dead.select(*c["out"])
+
+    def _dead_letter_columns(self, moved: bool) -> dict:
+        """The columns of ``dead_letters`` (see ``_memo``: the names Spark gives the variables of
+        their lambda functions are new each time, and are in its generated code), ``moved``:
+        the watermark has a value (``WMC``)."""
+        p = self.p
+        valid = F.col(INVALID).isNull()
+        late = moved and not self.never_late  # (never_late: only malformed rows)
         report = p.window.report_end
-        return dead.select(
-            F.coalesce(F.col(INVALID), F.lit("late")).alias("reason"),
-            record.alias("record"),
-            (F.lit(None).cast("timestamp") if wm <= MIN_TIME else F.when(valid, F.timestamp_millis(F.lit(wm)))).alias("watermark"),
-            F.transform(MISSED, lambda w: F.struct(F.timestamp_millis(w["s"]).alias("start"),
-                                                  F.timestamp_millis(report(w["e"])).alias("end"))).alias("windows"),
-            F.when(~valid, F.col(DETAIL)).alias("detail"),
-        )
+        return {
+            "data": F.col(PUNCT).isNull() & F.col(CLOCK).isNull(),
+            "missed": F.when(valid, F.filter(window_array(p, F.col(TS)), lambda w: F.col(WMC) >= expiry(p, w["e"])))
+            if late else None,
+            "dead": ~valid | (F.size(MISSED) > 0) if late else ~valid,
+            "out": [
+                F.coalesce(F.col(INVALID), F.lit("late")).alias("reason"),
+                (F.col(RECORD) if self.never_late else self._record()).alias("record"),
+                (F.when(valid, F.timestamp_millis(F.col(WMC))) if moved else F.lit(None).cast("timestamp")).alias("watermark"),
+                F.transform(MISSED, lambda w: F.struct(F.timestamp_millis(w["s"]).alias("start"),
+                                                      F.timestamp_millis(report(w["e"])).alias("end"))).alias("windows"),
+                F.when(~valid, F.col(DETAIL)).alias("detail"),
+            ],
+        }
 
     def combine(self, good: DataFrame, state: DataFrame | None, wm: int, metrics: bool = False) -> DataFrame:
         """The windows after the step: the state's open windows merged with the on-time rows
         (for after_watermark, with what the rows fired: ``OUT``; see ``watermark_moved``).
         ``metrics``: ``good`` is a stream step's ``on_time``; each window also has ``GOT`` and
-        ``DEAD`` of its rows, and one more group (null bounds) those of the rows in no window."""
+        ``DEAD`` of its rows, and one more group (null bounds) those of the rows in no window.
+        When ``wm`` is past MIN_TIME, ``good`` carries it as ``WMC`` (``on_time``)."""
         p = self.p
         key = list(p.key)
         mcols = [GOT, DEAD] if metrics else []
@@ -543,14 +608,14 @@ class NativeStep:
         group, bounds = self._grouping(state is None and not metrics)
         if state is None:  # (the grouping's columns come out in the state's order)
             end = bounds[WE] if WE in bounds else F.col(WE)
-            created_late = F.lit(False) if wm <= MIN_TIME else (end < F.lit(MAX_TIME)) & (F.lit(wm) >= end)
+            created_late = F.lit(False) if wm <= MIN_TIME else (end < F.lit(MAX_TIME)) & (F.max(WMC) >= end)
             return good.groupBy(*key, *group).agg(
                 *[bounds[c].alias(c) for c in (WS, WE) if c in bounds], created_late.alias(LATE_WIN),
                 *[e.alias(n) for pt in self.parts for n, e in zip(pt.names, pt.of_rows)], *merge_metrics)
         # one grouping for the kept windows and the rows (each row as its own partial), so one
         # shuffle: Spark combines the rows map-side before it. (The columns in the state's order:
         # each DataFrame step costs an analysis of the plan.)
-        created_late = ((F.col(WE) < F.lit(MAX_TIME)) & (F.lit(wm) >= F.col(WE))).alias(LATE_WIN)
+        created_late = ((F.col(WE) < F.lit(MAX_TIME)) & (F.col(WMC) >= F.col(WE))).alias(LATE_WIN)
         rows = good.select(*key, WS, WE, created_late, *[c for pt in self.parts for c in pt.one_row], *mcols)
         return self._merged(state.unionByName(rows), merge_metrics)
 
@@ -642,7 +707,10 @@ class NativeStep:
         merged = numbered.groupBy(*part, "__panes_sid").agg(
             F.min(WS).alias(WS), F.max(WE).alias(WE), *kept.values(),
             *[c for pt in self.parts for c in pt.merge], *[F.max(c).alias(c) for c in mcols])
-        late = F.lit(wm) >= F.col(WE)
+        late = F.lit(False)
+        if wm > MIN_TIME:  # (see ``constants``)
+            merged = constants(merged, {WMC: wm})
+            late = F.col(WMC) >= F.col(WE)
         if kept:
             same = (F.col("__panes_ks") == F.col(WS)) & (F.col("__panes_ke") == F.col(WE))  # (null: none kept)
             late = F.when(same, F.col("__panes_kl") == 1).otherwise(late)
@@ -656,12 +724,13 @@ class NativeStep:
         the watermark after the step, which the step's job itself collects (``GOT``), so it runs when the
         windows are read back (for the step's panes, and as the next step's state)."""
         c = self._memo(("firing", tuple(mcols)), lambda: self._firing_columns(mcols))
-        reached = c["finite"] & (F.lit(wm) >= F.col(WE))
+        # (the watermark as a column: see ``constants``; the rows carry it from ``on_time``)
+        reached = c["finite"] & (F.col(WMC) >= F.col(WE))
         # (a row's window is created late when the watermark already reached its end)
         merged = rows.select(*c["rows_head"], reached.alias(LATE_WIN), *c["rows_tail"])
         if state is not None:
             merged = state.select(*c["old"]).unionByName(merged)
-        w = merged.groupBy(*c["group"]).agg(*c["agg"]).select(*c["fresh"])
+        w = constants(merged.groupBy(*c["group"]).agg(*c["agg"]), {WMC: wm}, *c["fresh"])
         w = w.withColumns(c["counted"])
         w = w.withColumn("__panes_fire1", c["touched"] & ((~F.col(PLATE) & (reached | c["early"])) | c["late"]))
         w = self._emit(w, "1", reached)
@@ -733,7 +802,8 @@ class NativeStep:
         ``wm_after``; windows expire (their last pane) or fire ON_TIME. Their panes follow the
         step's others in OUT."""
         c = self._memo("moved", self._moved_columns)
-        wm2 = F.lit(wm_after)
+        windows = constants(windows, {WMC: wm_after})  # (see ``constants``)
+        wm2 = F.col(WMC)
         expired = wm2 >= c["expiry"]
         due = c["finite"] & (wm2 >= F.col(WE))
         reached = due | F.lit(wm_after >= END_OF_INPUT)
@@ -816,13 +886,13 @@ class NativeStep:
         ``table``: ``windows`` is a stream step's table, with its group of rows in no window
         (null bounds, see ``on_time``), left out here."""
         if not self.fires:
+            panes = self._memo(("panes", ordered), lambda: self._pane_columns(ordered))
             # (at the end of the input every window is due: no filter to evaluate per row but
             # the one of the null bounds; the expiry test is null for them, so false)
             if wm >= END_OF_INPUT:
-                due = windows.filter(F.col(WE).isNotNull()) if table else windows
-            else:
-                due = windows.filter(self._expiry() <= F.lit(wm))
-            return due.select(*self._memo(("panes", ordered), lambda: self._pane_columns(ordered)))
+                return (windows.filter(F.col(WE).isNotNull()) if table else windows).select(*panes)
+            # (the watermark not a literal: see ``where``)
+            return windows.select(*panes, where(f"{expiry(self.p, WE)} <= c.{WMC}", {WMC: wm}))
         if table:
             windows = windows.filter(F.col(WE).isNotNull())
         c = self._memo(("fired", ordered), lambda: self._fired_columns(ordered))
@@ -842,7 +912,8 @@ class NativeStep:
         windows that expire in this step (the watermark went from ``wm_before`` to ``wm``; the
         earlier ones gave their pane before) with their partials merged."""
         exp = self._expiry()
-        merged = self._merged(windows.filter((exp > F.lit(wm_before)) & (exp <= F.lit(wm))))
+        due = constants(windows, {WMC: wm_before, WMC2: wm})  # (see ``constants``)
+        merged = self._merged(due.filter((exp > F.col(WMC)) & (exp <= F.col(WMC2))))
         return merged.select(*self._memo(("panes", ordered), lambda: self._pane_columns(ordered)))
 
     def _expiry(self) -> Column:
@@ -873,7 +944,8 @@ class NativeStep:
             windows = self.watermark_moved(windows.filter(F.col(WE).isNotNull()), wm)
         extra = self._memo("no_metrics", lambda: [F.lit(None).cast("long").alias(GOT), F.lit(None).cast("int").alias(DEAD)]) \
             if metrics else []
-        return windows.filter(self._expiry() > F.lit(wm)).select(*self.state_columns, *extra)
+        # (the watermark not a literal: see ``where``)
+        return windows.select(*self.state_columns, *extra, where(f"{expiry(self.p, WE)} > c.{WMC}", {WMC: wm}))
 
 
 # -- streaming: a step per micro-batch ----------------------------------------------------------------------
