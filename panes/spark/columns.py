@@ -82,6 +82,12 @@ def validation(df: DataFrame | ST.StructType, pipeline: Pipeline, num: dict[str,
     return reason, detail
 
 
+def record_json(columns: list[str]) -> Column:
+    """A row's record (these input columns) as JSON, for its dead letter. (Quoted: a name such as
+    ``a.b`` is a column of its own, not a field of ``a``.)"""
+    return F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns]))
+
+
 def numeric_string_columns(df: DataFrame | ST.StructType, pipeline: Pipeline) -> list[str]:
     """String columns that a numeric aggregate (sum, avg, percentile...) reads (of a DataFrame or
     of its schema)."""

@@ -39,7 +39,7 @@ from ..core.triggers import AfterCount, AfterWatermark, Never, Repeatedly
 from ..core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling
 from .columns import (
     CLOCK, DETAIL, INVALID, NUM, PUNCT, SEQ, SPARK_END_MS, TS, WMARK,
-    cast_to, numeric_string_columns, output_type,
+    cast_to, numeric_string_columns, output_type, record_json,
 )
 from .session import plan_building
 
@@ -472,7 +472,7 @@ class NativeStep:
 
     def _record(self) -> Column:
         """A row's record (its input columns) as JSON, for the dead letters."""
-        return F.to_json(F.struct(*[F.col(f"`{c}`") for c in self.record_columns]))
+        return record_json(self.record_columns)
 
     def stream_columns(self, names: list[str]) -> list[str]:
         """The columns of the prepared stream (``names``) a step reads: all of them, or for a

@@ -25,7 +25,7 @@ from ..core.time import MIN_TIME
 from ..core.windows import GlobalWindows, Sessions
 from .columns import (
     BUCKET, CLOCK, DEAD_LETTER_SCHEMA, DETAIL, INVALID, PUNCT, TS, WMARK,
-    NUM, event_time_ms, numeric_string_columns, pane_schema, validation,
+    NUM, event_time_ms, numeric_string_columns, pane_schema, record_json, validation,
 )
 from .native import NativeStep, NativeStream, batch_unsupported, never_late, stream_unsupported
 from .session import plan_building
@@ -335,7 +335,7 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
     invalid = prepared.filter(F.col(INVALID).isNotNull())
     dead = invalid.select(
         F.col(INVALID).alias("reason"),
-        F.to_json(F.struct(*[F.col(c) for c in record_columns])).alias("record"),
+        record_json(record_columns).alias("record"),
         F.lit(None).cast("timestamp").alias("watermark"),
         F.lit(None).cast(DEAD_LETTER_SCHEMA["windows"].dataType).alias("windows"),
         F.col(DETAIL).alias("detail"),

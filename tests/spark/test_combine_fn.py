@@ -39,3 +39,15 @@ def test_combine_fn_core_batch_and_stream(spark, tmp_path):
     q.awaitTermination(120)
     # the watermark (max event time 15) closes [0, 10); [10, 20) stays open
     assert sorted((r["k"], r["sq"], r["n"]) for r in seen) == [("a", 13, 2), ("b", 16, 1)]
+
+
+def test_a_dead_letter_of_the_batch_engine_keeps_a_column_named_with_a_dot(spark):
+    """The batch plan for user combine functions (the core engine over buckets) writes a malformed
+    record whole, a column named ``x.y`` (not a field ``y`` of ``x``) included, as the native plan
+    does."""
+    df = spark.createDataFrame([("a", 1, 2, "p"), (None, 3, 4, "q")], "k STRING, t LONG, v LONG, `x.y` STRING")
+    res = panes.window(df, SPEC)
+    assert "core engine" in res.plan
+    dead = [(r.reason, json.loads(r.record)) for r in res.dead_letters.collect()]
+    assert dead == [("missing_key", {"t": 3, "v": 4, "x.y": "q"})]
+    assert sorted((r["k"], r["sq"], r["n"]) for r in res.panes.collect()) == [("a", 4, 1)]
