@@ -205,10 +205,15 @@ def _timing_of(code: Column) -> Column:
 # -- window assignment ------------------------------------------------------------------------------------
 
 
+def _since_offset(ts: Column, offset: int) -> Column:
+    """The time since the windows' alignment (Spark's optimizer keeps a subtraction of 0)."""
+    return ts - F.lit(offset) if offset else ts
+
+
 def hopping_starts(w: Hopping, ts: Column) -> Column:
     """The starts of the hopping windows that hold a row at ``ts``, ascending (empty in a gap):
     the last start at or before ``ts`` and those one hop, two hops... before it."""
-    last = ts - F.pmod(ts - F.lit(w.offset), F.lit(w.hop))
+    last = ts - F.pmod(_since_offset(ts, w.offset), F.lit(w.hop))
     starts = F.array(*[last - F.lit(j * w.hop) for j in reversed(range(w.windows_per_record))])
     # (every start holds the row when the size is a multiple of the hop)
     return F.filter(starts, lambda s: s + F.lit(w.size) > ts) if w.size % w.hop else starts
@@ -237,7 +242,7 @@ def row_window(p: Pipeline, ts: Column) -> dict[str, Column] | None:
         return None
     if isinstance(w, (Tumbling, Hopping)):  # hop >= size: at most one window per row
         period = w.size if isinstance(w, Tumbling) else w.hop
-        start = ts - F.pmod(ts - F.lit(w.offset), F.lit(period))
+        start = ts - F.pmod(_since_offset(ts, w.offset), F.lit(period))
         end = start + F.lit(w.size)
         if period == w.size:
             return {WS: start, WE: end}
