@@ -309,12 +309,14 @@ def events_schema():
 schema = events_schema  # the name the older scripts import
 
 
-def data_dir(events: int, keys: int, files: int, minutes: int = 60, late: float = 0.0) -> Path:
+def data_dir(events: int, keys: int, files: int, minutes: int = 60, late: float = 0.0, untimed: float = 0.0) -> Path:
     name = f"events{events}_keys{keys}_files{files}_seed{SEED}_ms"
     if minutes != 60:
         name += f"_min{minutes}"
     if late:
         name += f"_late{late:g}_{LATE_MIN_MS // 1000}-{LATE_MAX_MS // 1000}s"
+    if untimed:
+        name += f"_untimed{untimed:g}"
     return DATA / name
 
 
@@ -337,14 +339,15 @@ def set_mtimes(path: Path) -> None:
         os.utime(f, (t, t), follow_symlinks=False)
 
 
-def generate(events: int, keys: int, files: int, minutes: int = 60, late: float = 0.0) -> Path:
+def generate(events: int, keys: int, files: int, minutes: int = 60, late: float = 0.0, untimed: float = 0.0) -> Path:
     """``events`` records over ``minutes`` of event time, sorted by event time (then a ``late``
-    fraction moved 1-4 minutes back), cut into ``files`` consecutive parquet files. Written once,
-    reused when present."""
+    fraction moved 1-4 minutes back, and an ``untimed`` fraction without event time: null ts),
+    cut into ``files`` consecutive parquet files. Written once, reused when present. (The same
+    records as without ``untimed``, but for the null times.)"""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    out = data_dir(events, keys, files, minutes, late)
+    out = data_dir(events, keys, files, minutes, late, untimed)
     meta = out / "_meta.json"
     if meta.exists():
         log(f"data: reusing {out.relative_to(ROOT)}")
@@ -359,6 +362,7 @@ def generate(events: int, keys: int, files: int, minutes: int = 60, late: float 
             moved = rng.random(events) < late
             n_late = int(moved.sum())
             ts = np.where(moved, ts - rng.integers(LATE_MIN_MS, LATE_MAX_MS, size=events), ts)
+        no_time = rng.random(events) < untimed if untimed else np.zeros(events, dtype=bool)
         width = len(str(keys - 1))
         labels = pa.array([f"k{i:0{width}d}" for i in range(keys)], type=pa.string())
         tmp = out.with_name(out.name + ".tmp")
@@ -369,12 +373,13 @@ def generate(events: int, keys: int, files: int, minutes: int = 60, late: float 
             lo, hi = int(bounds[i]), int(bounds[i + 1])
             table = pa.table({
                 "key": labels.take(pa.array(key_idx[lo:hi])),
-                "ts": pa.array(ts[lo:hi], type=pa.timestamp("ms", tz="UTC")),
+                "ts": pa.array(ts[lo:hi], type=pa.timestamp("ms", tz="UTC"), mask=no_time[lo:hi]),
                 "amount": pa.array(amount[lo:hi], type=pa.int64()),
             })
             pq.write_table(table, tmp / f"part-{i:05d}.parquet")
         meta_obj = {"events": events, "keys": keys, "files": files, "minutes": minutes, "late": late,
-                    "late_ms": [LATE_MIN_MS, LATE_MAX_MS], "late_records": n_late, "seed": SEED, "ts_min_ms": int(ts.min()),
+                    "late_ms": [LATE_MIN_MS, LATE_MAX_MS], "late_records": n_late,
+                    "untimed": untimed, "untimed_records": int(no_time.sum()), "seed": SEED, "ts_min_ms": int(ts.min()),
                     "ts_max_ms": int(ts.max()), "amount_sum": int(amount.sum())}
         return _publish(tmp, out, meta_obj, f"{events:,} events in {files} files", t0)
     set_mtimes(out)

@@ -80,6 +80,8 @@ TARGETS = {  # the issue's bars, by benchmark (ratio panes / plain)
     "early": 0.6, "default": 0.9, "batch_window": 0.8,
 }
 HALF_DAY_MS = DAY_MS // 2
+#: the fraction of records without event time in the ``events_<keys>_untimed`` data sets
+UNTIMED = 0.001
 
 
 # -- data sets --------------------------------------------------------------------------------------------
@@ -109,8 +111,9 @@ def load_data_set(ds_id: str, size: dict) -> DataSet:
                        {"auction": -1, "bidder": -1, "price": 0, "channel": "sentinel", "dateTime": s}, "bidder")
     if ds_id == "state":
         path = generate(size["state_events"], size["state_keys"], size["state_files"], minutes=30, late=0.03)
-    else:
-        path = generate(size["events"], int(ds_id.split("_")[1]), size["files"])
+    else:  # events_<keys>[_untimed]
+        untimed = UNTIMED if ds_id.endswith("_untimed") else 0.0
+        path = generate(size["events"], int(ds_id.split("_")[1]), size["files"], untimed=untimed)
     s = sentinel_ms(path)
     return DataSet(ds_id, path, events_schema, "ts", meta_of(path)["events"],
                    {"key": "~sentinel", "ts": s, "amount": 0}, "key")
