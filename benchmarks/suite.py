@@ -13,11 +13,12 @@ its baseline. Benchmarks of one group (early firings and retracting mode next to
 trigger) share the group's plain runs.
 
 - Batch: ``spark.read.parquet`` -> the query -> ``write.format("noop")``; the time covers building
-  the DataFrame (``panes.window``) and the write. A full run executes each batch query k times in
-  a row per timed run (k from the group's two warm-up rounds: about ``--batch-seconds`` 2 s; the
-  same k for every side) and counts the mean: a query of 0.1-0.5 s timed once moved by 2x
-  between runs. Untimed afterwards, both sides are summarised
-  (rows, checksum) and must agree.
+  the DataFrame (``panes.window``) and the write. A full run executes each batch query k times
+  per timed run (k from the group's two warm-up rounds: about ``--batch-seconds`` 2 s; the same
+  k for every side) and counts the mean: a query of 0.1-0.5 s timed once moved by 2x between
+  runs. The sides' queries are interleaved: a timed run is k rounds, each running every side's
+  query once (``Runner.batch_rounds``). Untimed afterwards, both sides are summarised (rows,
+  checksum) and must agree.
 - Streaming: ``readStream.parquet`` with ``maxFilesPerTrigger``, ``trigger(availableNow=True)``,
   fresh checkpoint; plain: ``withWatermark`` + windowed ``groupBy``, append mode, into
   ``foreachBatch``; panes: ``panes.window(df, spec).write_stream(on_panes, on_dead_letters, ...)``.
@@ -516,21 +517,28 @@ class Runner:
                                                        if first.mode == "batch" else ""))
         runs: dict[tuple, list] = {}
         failed: set = set()
+        interleaved = first.mode == "batch" and loops > 1
         for rep in range(self.a.repeat):
             # plain first in odd runs, panes first in even ones (no side always runs first)
-            for kind, side, b in (sides if rep % 2 == 0 else sides[::-1]):
-                key = (b.name if kind == "panes" else "plain", side)
-                if key in failed:
-                    continue
+            order = sides if rep % 2 == 0 else sides[::-1]
+            if interleaved:
                 others = wait_idle(self.a.wait_idle)
                 load = os.getloadavg()[0]
-                try:
-                    r = self.one(b, ds, side, loops=loops)
-                except Exception:
-                    failed.add(key)
-                    self.errors[f"{b.name}/{side}"] = traceback.format_exc()
-                    log(f"  {b.name} / {side} FAILED:\n{self.errors[f'{b.name}/{side}']}")
+                rounds = self.batch_rounds(order, ds, loops, failed)
+            for kind, side, b in order:
+                key = _key(kind, side, b)
+                if key in failed:
                     continue
+                if interleaved:
+                    r = rounds[key]
+                else:
+                    others = wait_idle(self.a.wait_idle)
+                    load = os.getloadavg()[0]
+                    try:
+                        r = self.one(b, ds, side, loops=loops)
+                    except Exception:
+                        self.failed(failed, key, b, side)
+                        continue
                 after = other_spark_jvms()
                 r["other_spark_jvms"] = len(set(others) | set(after))
                 r["loadavg_1m_before"] = round(load, 2)
@@ -552,6 +560,37 @@ class Runner:
                 log(f"  run {rep + 1}/{self.a.repeat} {'plain ' + side if kind == 'plain' else b.name}: "
                     f"{r['seconds']:.2f} s, {r['events_per_s']:,.0f} events/s, peak RSS {r['peak_rss_mb']:,.0f} MB{extra}")
         return {b.name: self.report(b, ds, plains, runs) for b in benches}
+
+    def batch_rounds(self, order: list, ds: DataSet, loops: int, failed: set) -> dict:
+        """One timed run of every side of a batch group, interleaved: ``loops`` rounds, each of
+        which runs every side's query once (in ``order``, reversed every other round). A slow
+        spell of the machine then falls on every side alike (within one minute at 827b704, runs
+        of 7 queries in a row of one side took 0.26-0.42 s per query, of every side). A side's
+        time is the mean of its rounds; its peak memory the highest."""
+        per: dict[tuple, list] = {}
+        for i in range(loops):
+            for kind, side, b in (order if i % 2 == 0 else order[::-1]):
+                key = _key(kind, side, b)
+                if key in failed:
+                    continue
+                try:
+                    per.setdefault(key, []).append(run_batch(self.spark, b, ds, side))
+                except Exception:
+                    self.failed(failed, key, b, side)
+        out = {}
+        for key, rs in per.items():
+            if key in failed:
+                continue
+            secs = statistics.mean(r["seconds"] for r in rs)
+            out[key] = {**rs[0], **{k: max(r[k] for r in rs) for k in rs[0] if k.startswith("peak_")},
+                        "rss_samples": sum(r.get("rss_samples", 0) for r in rs),
+                        "seconds": secs, "events_per_s": ds.records / secs, "loops": len(rs), "interleaved": True}
+        return out
+
+    def failed(self, failed: set, key: tuple, b, side: str) -> None:
+        failed.add(key)
+        self.errors[f"{b.name}/{side}"] = traceback.format_exc()
+        log(f"  {b.name} / {side} FAILED:\n{self.errors[f'{b.name}/{side}']}")
 
     def report(self, bench, ds: DataSet, plains: list, runs: dict) -> dict:
         out = {"name": bench.name, "mode": bench.mode, "what": bench.what, "data": str(ds.path.relative_to(ROOT)),
@@ -616,6 +655,11 @@ class Runner:
         b = batch_frame(self.spark, bench, ds, "panes").select(*a.columns)
         return {"only_plain": [r.asDict() for r in a.exceptAll(b).limit(5).collect()],
                 "only_panes": [r.asDict() for r in b.exceptAll(a).limit(5).collect()]}
+
+
+def _key(kind: str, side: str, b) -> tuple:
+    """A side's key in a group's runs: ("plain", formulation) or (panes benchmark, "panes")."""
+    return (b.name if kind == "panes" else "plain", side)
 
 
 def _side(rs: list[dict], records: int) -> dict:
