@@ -291,40 +291,36 @@ def expiry(p: Pipeline, end: Column | str) -> Column | str:
 # -- partial aggregates -------------------------------------------------------------------------------------
 
 
+class _BuiltOnUse:
+    """An attribute built by a zero-argument function (``obj._make[name]``) on first use, then kept."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = obj._make[self.name]()
+        return value
+
+
 class Partial:
     """How one aggregate is kept between micro-batches: partial columns, their combination, the
     result. Each form is built when a plan first asks for it, then kept (each Column costs JVM
     round trips, and a plan reads only some of them: a batch plan neither ``merge`` nor
     ``one_row``)."""
 
+    of_rows = _BuiltOnUse()   # tuple: partials from the rows of a group (unnamed: also used over frames)
+    merge = _BuiltOnUse()     # tuple: partials from partials
+    final = _BuiltOnUse()     # the result from the partials
+    one_row = _BuiltOnUse()   # tuple: the partials of a single row (sessions merge rows and partials)
+    #: tuple: the partials of no rows, which a discarding pane resets to: a value, None (null) or
+    #: "array" (empty)
+    empty = _BuiltOnUse()
+
     def __init__(self, names: tuple[str, ...], of_rows, merge, final, one_row, empty=lambda: ()):
         self.names = names
         self._make = {"of_rows": of_rows, "merge": merge, "final": final, "one_row": one_row, "empty": empty}
-
-    @functools.cached_property
-    def of_rows(self) -> tuple[Column, ...]:
-        """Partials from the rows of a group (unnamed: also used over frames)."""
-        return self._make["of_rows"]()
-
-    @functools.cached_property
-    def merge(self) -> tuple[Column, ...]:
-        """Partials from partials."""
-        return self._make["merge"]()
-
-    @functools.cached_property
-    def final(self) -> Column:
-        return self._make["final"]()
-
-    @functools.cached_property
-    def one_row(self) -> tuple[Column, ...]:
-        """The partials of a single row (sessions merge rows and partials)."""
-        return self._make["one_row"]()
-
-    @functools.cached_property
-    def empty(self) -> tuple:
-        """The partials of no rows, which a discarding pane resets to: a value, None (null) or
-        "array" (empty)."""
-        return self._make["empty"]()
 
 
 def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
