@@ -14,7 +14,7 @@ trigger) share the group's plain runs.
 
 - Batch: ``spark.read.parquet`` -> the query -> ``write.format("noop")``; the time covers building
   the DataFrame (``panes.window``) and the write. A full run executes each batch query k times
-  per timed run (k from the group's two warm-up rounds: about ``--batch-seconds`` 2 s; the same
+  per timed run (k from the group's two warm-up rounds: about ``--batch-seconds`` 5 s; the same
   k for every side) and counts the mean: a query of 0.1-0.5 s timed once moved by 2x between
   runs. The sides' queries are interleaved: a timed run is k rounds, each running every side's
   query once (``Runner.batch_rounds``). Untimed afterwards, both sides are summarised (rows,
@@ -807,9 +807,9 @@ def main(argv=None) -> int:
                          "first streaming and the first batch group (--quick's default), or none")
     ap.add_argument("--no-warmup", action="store_true", help="the same as --warmup none")
     ap.add_argument("--batch-seconds", type=float, default=None,
-                    help="a timed batch run executes its query several times in a row, as many as make "
-                         "this many seconds by the group's warm-up, and counts the mean (default 2; "
-                         "--quick 0: once)")
+                    help="a timed batch run executes each side's query several times, interleaved, as "
+                         "many as make this many seconds by the group's warm-up, and counts the mean "
+                         "(default 5; --quick 0: once)")
     ap.add_argument("--out", default=str(RESULTS / "latest.json"), help="the figures (JSON)")
     a = ap.parse_args(argv)
     size_name = "quick" if a.quick else "full"
@@ -821,7 +821,7 @@ def main(argv=None) -> int:
     a.repeat = a.repeat or size["repeat"]
     a.warmup = "none" if a.no_warmup else (a.warmup or ("first" if a.quick else "each"))
     if a.batch_seconds is None:
-        a.batch_seconds = 0.0 if a.quick else 2.0
+        a.batch_seconds = 0.0 if a.quick else 5.0
     if a.wait_idle is None:
         a.wait_idle = 20 if a.quick else 120
 
