@@ -354,38 +354,22 @@ def partial(i: int, a: A.Aggregate, schema: ST.StructType) -> Partial:
     if isinstance(fn, (A.Min, A.First)):  # Max, Last are subclasses
         # first / last: the value at the least / greatest (event time, arrival order)
         pick = F.max if isinstance(fn, (A.Max, A.Last)) else F.min
-
-        @functools.cache
-        def item():
-            return c if isinstance(fn, A.Min) else \
-                F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v")))
+        item = functools.cache(lambda: c if isinstance(fn, A.Min) else
+                               F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v"))))
         return Partial((n,), lambda: (pick(item()),), lambda: (pick(n).alias(n),),
                        col if isinstance(fn, A.Min) else lambda: col()["v"], lambda: (item().alias(n),), lambda: (None,))
     # holistic: the values kept in an array (as the engine keeps them in a list)
+    # (item: a row's value as kept; built once, as of_rows and one_row both read it)
     if isinstance(fn, A.CollectList):
-        def item():
-            return F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v"))
-
-        def final():
-            return F.transform(F.array_sort(col()), lambda x: x["v"])
+        item = functools.cache(lambda: F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v")))
+        final = lambda: F.transform(F.array_sort(col()), lambda x: x["v"])  # noqa: E731
     elif isinstance(fn, A.CountDistinct):
-        def item():
-            return c
-
-        def final():
-            return F.size(F.array_distinct(col()))
+        item, final = (lambda: c), (lambda: F.size(F.array_distinct(col())))
     elif isinstance(fn, A.TopK):
-        def item():
-            return c
-
-        def final():
-            return F.slice(F.sort_array(col(), asc=False), 1, fn.k)
+        item, final = (lambda: c), (lambda: F.slice(F.sort_array(col(), asc=False), 1, fn.k))
     elif isinstance(fn, A.Percentile):
-        def item():
-            return c.cast("double")
-
-        def final():
-            return _percentile(F.array_sort(col()), fn.p)
+        item = functools.cache(lambda: c.cast("double"))
+        final = lambda: _percentile(F.array_sort(col()), fn.p)  # noqa: E731
     else:
         raise TypeError(f"{fn!r} has no native partial form")
 
