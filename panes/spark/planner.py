@@ -248,8 +248,7 @@ def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: 
         record_columns = [c for c in df.columns if not c.startswith("__panes")]
         step = NativeStep(p, df.schema, record_columns, never_late=never_late(p) and control_wm is None)
         prepared = _prepare(df, p, 0, ingestion=ingestion, control_wm=control_wm).withColumns(step.row_columns())
-        if step.never_late:
-            prepared = prepared.select(*[F.col(f"`{c}`") for c in step.stream_columns(prepared.columns)])
+        prepared = prepared.select(*[F.col(f"`{c}`") for c in step.stream_columns(prepared.columns)])
         return WindowedResult(None, None, None, explain_plan(p, "stream"), p, df.schema,
                               native=step, source=prepared)
     if heartbeat is None:

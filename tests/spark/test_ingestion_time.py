@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from panes import pipeline
+from panes.spark.columns import CLOCK, PUNCT, TS, WMARK
 from panes.spark.native import NativeStream
 from panes.spark.planner import window_stream
 
@@ -57,12 +58,18 @@ def test_an_event_time_stream_keeps_every_column_for_its_late_records(spark, tmp
     frames = [spark.createDataFrame(b, SCHEMA) for b in batches]
     results = [window_stream(f, p) for f in frames]
     assert [c for c in results[0].source.columns if not c.startswith("__panes")] == ["k", "v", "extra", "it"]
+    # ... but not the event time, punctuation, clock and Spark watermark columns: the step reads
+    # the row columns made of them
+    assert not {TS, PUNCT, CLOCK, WMARK} & set(results[0].source.columns)
     stream = NativeStream(results[0].native, str(tmp_path))
     dead: list = []
     for i, r in enumerate(results):
         stream.run(r.source, i, lambda df, b: None,
-                   lambda df, b: dead.extend((d.reason, json.loads(d.record)) for d in df.collect()))
-    assert dead == [("late", {"k": "a", "v": 2, "extra": "z", "it": 5_000})]
+                   lambda df, b: dead.extend((d.reason, json.loads(d.record), d.watermark.timestamp(),
+                                              [(w.start.timestamp(), w.end.timestamp()) for w in d.windows])
+                                             for d in df.collect()))
+    # late at watermark 12 s for its window [0 s, 10 s)
+    assert dead == [("late", {"k": "a", "v": 2, "extra": "z", "it": 5_000}, 12.0, [(0.0, 10.0)])]
 
 
 class _Store:

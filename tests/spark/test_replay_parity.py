@@ -113,7 +113,7 @@ def _decisions(monkeypatch, name: str) -> list:
     """What the native stream's decision ``name`` (a method) answers, per step, recorded."""
     from panes.spark import native
 
-    decisions: list[bool] = []
+    decisions: list = []
     decide = getattr(native.NativeStream, name)
 
     def recorded(self, *args):
@@ -127,15 +127,23 @@ def _decisions(monkeypatch, name: str) -> list:
 @pytest.fixture(params=["collected", "written_by_spark"])
 def table_writes(request, monkeypatch):
     """The native steps' tables collected to the driver after the first step (the micro-batches
-    of a replay are small), or all written by Spark jobs: the decisions taken, per step."""
+    of a replay are small), or all written by Spark jobs: the decisions taken, per step. A
+    collected table is handed to the next step and the panes as a local relation, or for odd
+    seeds (``LOCAL_ROWS`` -1) read back from its Parquet file; a table written by Spark is
+    always read back."""
     from panes.spark import native
 
+    local = request.param == "collected" and request.node.callspec.params["seed"] % 2 == 0
     if request.param == "written_by_spark":
         monkeypatch.setattr(native, "COLLECT_ROWS", -1)
+    if not local:
+        monkeypatch.setattr(native, "LOCAL_ROWS", -1)
     decisions = _decisions(monkeypatch, "_collects")
+    relations = _decisions(monkeypatch, "_local_relation")
     yield decisions
     assert decisions and not decisions[0]  # (the first step: the table's types not known yet)
     assert any(decisions) == (request.param == "collected")
+    assert any(r is not None for r in relations) == local
 
 
 @pytest.mark.parametrize("seed", range(4))
