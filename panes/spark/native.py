@@ -1057,8 +1057,10 @@ class NativeStream:
     windows that stay open long (many keys, long windows or processing time).
 
     A small table (``COLLECT_ROWS``) is collected to the driver as Arrow and written there by
-    pyarrow, without the file commit of a Spark write; a step that closes no window reads no
-    table and hands the panes callback an empty relation (``_no_panes``)."""
+    pyarrow, without the file commit of a Spark write, and when smaller still (``LOCAL_ROWS``)
+    handed back to Spark as a local relation for the panes and the next step (``_local_relation``);
+    a step that closes no window reads no table and hands the panes callback an empty relation
+    (``_no_panes``)."""
 
     def __init__(self, step: NativeStep, checkpoint: str, ordered: bool = False):
         self.step = step
