@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from panes.replay import load_scenario, replay_core
+from panes.replay import dumps, load_scenario, replay_core
 from panes.spark.native import stream_unsupported
 from panes.spark.replay import replay_spark
 
@@ -36,6 +36,11 @@ def test_spark_engine_prints_the_core_panes(spark, path, plan):
     on_spark = replay_spark(scenario, spark=spark, plan=plan)
     assert on_spark.panes == core.panes
     assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
+    # and byte for byte what this plan printed when the golden files were recorded
+    golden = Path(__file__).resolve().parents[1] / "golden"
+    for what, rows in (("panes", on_spark.panes), ("dead", on_spark.dead_letters)):
+        recorded = (golden / f"{path.stem}.spark-{plan}.{what}.jsonl").read_text()
+        assert "".join(dumps(r) + "\n" for r in rows) == recorded
 
 
 def _random_scenario(seed):
