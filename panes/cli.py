@@ -24,7 +24,7 @@ def main() -> None:
 @main.command(help="Check a pipeline spec (or a replay scenario) without running it.")
 @click.argument("spec", type=click.Path(dir_okay=False))
 def validate(spec: str) -> None:
-    from .replay import load_scenario
+    from .scenario import load_scenario
     from .spec import load_document, load_run_spec
 
     try:
@@ -45,7 +45,7 @@ def validate(spec: str) -> None:
 @click.option("--dead-letter", "dead_letter", type=click.Path(dir_okay=False), default=None,
               help="Write dead letters here, one JSON object per line.")
 def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
-    from .replay import dumps
+    from .scenario import dumps
     from .replay import replay as run_replay
 
     try:

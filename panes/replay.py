@@ -1,137 +1,12 @@
-"""``panes replay``: run a timeline of micro-batches, watermark and clock steps through a pipeline.
-
-Scenario: ``{"pipeline": {...spec without source/sink...}, "timeline": [step, ...]}``. Steps:
-``{"add": [record, ...]}``, ``{"watermark": T}``, ``{"processing_time": T}``, ``{"end": true}``
-(a step may combine ``processing_time`` with ``add`` or ``watermark``: the clock moves first).
-Every emitted pane is one JSON object per line, in emission order.
-"""
+"""``panes replay``: a scenario's timeline through the core engine, or through Spark (one
+micro-batch per step), printing the same panes. Scenarios and the core's run are in
+``panes.scenario``."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from .core.engine import DeadLetter, Engine, Pane
-from .core.pipeline import Pipeline
-from .core.records import parse_records
-from .core.time import format_instant, parse_instant
-from .core.windows import GlobalWindows
-from .spec import SpecError, load_document, parse_pipeline_spec
-
-STEP_KEYS = {"add", "watermark", "processing_time", "end"}
-
-
-@dataclass
-class Scenario:
-    pipeline: Pipeline
-    timeline: list[dict]
-    raw: dict = field(default_factory=dict)
-
-
-def load_scenario(source: str | Path | dict) -> Scenario:
-    doc = source if isinstance(source, dict) else load_document(source)
-    if "pipeline" not in doc:
-        raise SpecError("pipeline", "required field is missing")
-    if "timeline" not in doc or not isinstance(doc["timeline"], list):
-        raise SpecError("timeline", "required: a list of steps")
-    extra = set(doc) - {"pipeline", "timeline", "name", "description"}
-    if extra:
-        raise SpecError(sorted(extra)[0], "unknown field")
-    spec = parse_pipeline_spec(doc["pipeline"])
-    steps = []
-    for i, step in enumerate(doc["timeline"]):
-        where = f"timeline[{i}]"
-        if not isinstance(step, dict) or not step or set(step) - STEP_KEYS:
-            raise SpecError(where, f"a step is one of {sorted(STEP_KEYS)}")
-        s: dict[str, Any] = {}
-        try:
-            if "processing_time" in step:
-                s["processing_time"] = parse_instant(step["processing_time"])
-            if "watermark" in step:
-                s["watermark"] = parse_instant(step["watermark"])
-        except ValueError as e:
-            raise SpecError(where, str(e)) from None
-        if "add" in step:
-            if not isinstance(step["add"], list):
-                raise SpecError(f"{where}.add", "a list of records")
-            s["add"] = step["add"]
-        if step.get("end"):
-            s["end"] = True
-        steps.append(s)
-    return Scenario(spec.to_pipeline(), steps, doc)
-
-
-def pane_to_dict(p: Pane, pipeline: Pipeline) -> dict:
-    out: dict[str, Any] = {}
-    for name, v in zip(pipeline.key, p.key):
-        out[name] = v
-    is_global = isinstance(pipeline.window, GlobalWindows)
-    out["window_start"] = None if is_global else format_instant(p.window_start)
-    out["window_end"] = None if is_global else format_instant(p.window_end)
-    out["timing"] = p.timing
-    out["pane_index"] = p.pane_index
-    out["is_last"] = p.is_last
-    out["retraction"] = p.retraction
-    for a, v in zip(pipeline.aggregates, p.values):
-        out[a.output] = _jsonable(v)
-    return out
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, (set, frozenset)):
-        return sorted(v)
-    if isinstance(v, tuple):
-        return list(v)
-    return v
-
-
-def dead_letter_to_dict(d: DeadLetter, pipeline: Pipeline | None = None) -> dict:
-    out: dict[str, Any] = {"reason": d.reason, "record": d.record}
-    if d.watermark is not None:
-        out["watermark"] = format_instant(d.watermark)
-    if d.windows:
-        wins = [{"start": format_instant(s), "end": format_instant(e)} for s, e in d.windows]
-        out["window"] = wins[0]
-        out["windows"] = wins
-    if d.detail:
-        out["detail"] = d.detail
-    return out
-
-
-@dataclass
-class ReplayResult:
-    panes: list[dict]
-    dead_letters: list[dict]
-    metrics: dict
-
-
-def replay_core(scenario: Scenario) -> ReplayResult:
-    """Run the timeline through the pure core, in-process."""
-    pipe = scenario.pipeline
-    engine = Engine(pipe)
-    state = engine.new_state()
-    panes: list[dict] = []
-    dead: list[dict] = []
-    for step in scenario.timeline:
-        pt = step.get("processing_time")
-        batch = None
-        record_of = None
-        wm = step.get("watermark")
-        if "add" in step:
-            # ingestion time: the clock as this step leaves it (the clock moves first)
-            parsed = parse_records(pipe, step["add"], ingestion_time=max(state.processing_time, pt or 0))
-            dead.extend(dead_letter_to_dict(d) for d in parsed.dead_letters)
-            batch = parsed.frame
-            record_of = parsed.records.__getitem__
-            if parsed.punctuation is not None:
-                wm = parsed.punctuation if wm is None else max(wm, parsed.punctuation)
-        res = engine.step(state, batch, watermark=wm, processing_time=pt, end=step.get("end", False),
-                          record_of=record_of, active=bool(step.get("add")))
-        panes.extend(pane_to_dict(p, pipe) for p in res.panes)
-        dead.extend(dead_letter_to_dict(d) for d in res.dead_letters)
-    return ReplayResult(panes, dead, dict(state.metrics))
+from .scenario import ReplayResult, load_scenario, replay_core
 
 
 def replay(source: str | Path | dict, engine: str = "core") -> ReplayResult:
@@ -143,7 +18,3 @@ def replay(source: str | Path | dict, engine: str = "core") -> ReplayResult:
 
         return replay_spark(scenario)
     raise ValueError(f"unknown engine {engine!r}: core or spark")
-
-
-def dumps(obj: dict) -> str:
-    return json.dumps(obj, separators=(", ", ": "), default=str)

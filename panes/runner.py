@@ -118,7 +118,7 @@ def _run_stream(spark, spec: RunSpec, pipe, dl_sink: SinkSpec, progress: bool, c
 
 def _native_watermark(checkpoint: str) -> str | None:
     """The native plan keeps its watermark beside its open windows (Spark's progress has none)."""
-    from .core.engine import END_OF_INPUT
+    from .core.time import END_OF_INPUT
     from .core.time import MIN_TIME, format_instant
     from .spark.native import STATE_DIR
 

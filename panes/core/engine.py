@@ -31,15 +31,14 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from . import rules
 from .pipeline import Pipeline
-from .time import MAX_TIME, MIN_TIME
+from .rules import Reason, Timing
+from .time import END_OF_INPUT, MAX_TIME, MIN_TIME
 from .triggers import Ctx, TriggerMachine, TriggerState
 from .windows import Sessions, Sliding
 
-#: the watermark at the end of the input: every window expires
-END_OF_INPUT = 2**63 - 1
-
-EARLY, ON_TIME, LATE = "EARLY", "ON_TIME", "LATE"
+EARLY, ON_TIME, LATE = Timing.EARLY.value, Timing.ON_TIME.value, Timing.LATE.value
 
 TS = "__ts"  # the event-time column of a batch: int64 epoch milliseconds
 
@@ -378,11 +377,11 @@ class Engine:
 
     # -- internals ------------------------------------------------------------------------------
     def _expiry(self, end: int) -> int:
-        return min(end + self.lateness, END_OF_INPUT) if end < MAX_TIME else END_OF_INPUT
+        return rules.expiry(end, self.lateness)
 
     def _new_window(self, w: tuple, wm: int) -> WindowState:
         return WindowState(w[0], w[1], [a.create() for a in self.aggs], self.machine.new_state(),
-                           created_late=w[1] < MAX_TIME and wm >= w[1])
+                           created_late=rules.created_late(w[1], wm))
 
     def _wake(self, state: EngineState, ws: WindowState) -> None:
         due = ws.end if (state.watermark < ws.end and ws.end < MAX_TIME) else self._expiry(ws.end)
@@ -412,15 +411,11 @@ class Engine:
         for i in sorted(missed):
             record = record_of(i) if record_of else _row_record(batch, i)
             ws = tuple(sorted(set(missed[i])))
-            out.append(DeadLetter("late", record, wm, tuple((s, self.report_end(e)) for s, e in ws)))
+            out.append(DeadLetter(Reason.LATE, record, wm, tuple((s, self.report_end(e)) for s, e in ws)))
         return out
 
     def _timing(self, ws: WindowState, wm: int) -> str:
-        if ws.created_late or ws.nonearly:
-            return LATE
-        if wm >= ws.end and ws.end < MAX_TIME or wm >= END_OF_INPUT:
-            return ON_TIME
-        return EARLY
+        return rules.pane_timing(ws.created_late or ws.nonearly, rules.on_time_reached(ws.end, wm))
 
     def _fire(self, state: EngineState, key: tuple, ws: WindowState, ctx: Ctx) -> list:
         self.machine.on_fire(ws.trig, ctx)
@@ -436,7 +431,7 @@ class Engine:
         timing = self._timing(ws, ctx.watermark)
         empty = ws.new_count == 0
         out: list = []
-        if empty and timing != ON_TIME:
+        if not rules.pane_is_emitted(ws.new_count, timing):
             return out
         values = tuple(a.extract(acc) for a, acc in zip(self.aggs, ws.acc))
         skip = False

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .engine import TS, DeadLetter
 from .pipeline import Pipeline
+from .rules import Reason
 from .time import parse_duration, parse_instant
 from .windows import Sessions
 
@@ -53,36 +54,36 @@ def parse_records(pipeline: Pipeline, records: list[dict], ingestion_time: int) 
     gap_col = pipeline.window.gap_column if isinstance(pipeline.window, Sessions) else None
     for rec in records:
         if not isinstance(rec, dict):
-            dead.append(DeadLetter("malformed", {"value": rec}, detail="a record must be a JSON object"))
+            dead.append(DeadLetter(Reason.MALFORMED, {"value": rec}, detail="a record must be a JSON object"))
             continue
         if wm.punctuation and rec.get(wm.punctuation_column) is not None:
             try:
                 t = parse_instant(rec[wm.punctuation_column])
             except ValueError as e:
-                dead.append(DeadLetter("invalid_watermark", rec, detail=str(e)))
+                dead.append(DeadLetter(Reason.INVALID_WATERMARK, rec, detail=str(e)))
                 continue
             punct = t if punct is None else max(punct, t)
             continue
         if pipeline.event_time:
             raw = rec.get(pipeline.event_time)
             if raw is None:
-                dead.append(DeadLetter("missing_event_time", rec, detail=f"no {pipeline.event_time!r}"))
+                dead.append(DeadLetter(Reason.MISSING_EVENT_TIME, rec, detail=f"no {pipeline.event_time!r}"))
                 continue
             try:
                 t = parse_instant(raw)
             except ValueError as e:
-                dead.append(DeadLetter("invalid_event_time", rec, detail=str(e)))
+                dead.append(DeadLetter(Reason.INVALID_EVENT_TIME, rec, detail=str(e)))
                 continue
         else:
             t = ingestion_time
         missing = [k for k in key_cols if rec.get(k) is None]
         if missing:
-            dead.append(DeadLetter("missing_key", rec, detail=f"no value for key column(s) {missing}"))
+            dead.append(DeadLetter(Reason.MISSING_KEY, rec, detail=f"no value for key column(s) {missing}"))
             continue
         bad = [c for c in numeric if rec.get(c) is not None
                and (isinstance(rec[c], bool) or not isinstance(rec[c], numbers.Real))]
         if bad:
-            dead.append(DeadLetter("invalid_value", rec, detail=f"not a number: {sorted(bad)}"))
+            dead.append(DeadLetter(Reason.INVALID_VALUE, rec, detail=f"not a number: {sorted(bad)}"))
             continue
         if gap_col is not None:
             try:
@@ -90,7 +91,7 @@ def parse_records(pipeline: Pipeline, records: list[dict], ingestion_time: int) 
                 if g <= 0:
                     raise ValueError("a session gap must be positive")
             except ValueError as e:
-                dead.append(DeadLetter("invalid_value", rec, detail=f"{gap_col}: {e}"))
+                dead.append(DeadLetter(Reason.INVALID_VALUE, rec, detail=f"{gap_col}: {e}"))
                 continue
             originals.append(rec)
             rec = {**rec, gap_col: g}

@@ -13,6 +13,8 @@ import re
 #: The watermark before anything is known, and the end of the global window.
 MIN_TIME = -(2**62)
 MAX_TIME = 2**62
+#: The watermark at the end of the input: every window expires.
+END_OF_INPUT = 2**63 - 1
 
 _UNITS_MS = {
     "ms": 1,
@@ -82,9 +84,6 @@ def parse_duration(value: object) -> int:
     if total != int(total):
         raise ValueError(f"a duration must be a whole number of milliseconds: {value!r}")
     return int(total)
-
-
-_ISO_FIX = re.compile(r"(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$")
 
 
 def parse_instant(value: object) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .time import MAX_TIME
+from .rules import end_passed
 
 
 class Trigger:
@@ -195,7 +195,7 @@ class Ctx:
 
     @property
     def end_of_window_reached(self) -> bool:
-        return self.window_end < MAX_TIME and self.watermark >= self.window_end
+        return end_passed(self.window_end, self.watermark)
 
 
 class TriggerMachine:

@@ -32,7 +32,7 @@ from pyspark.sql import types as ST
 from pyspark.sql.window import Window
 
 from ..core import aggregates as A
-from ..core.engine import END_OF_INPUT
+from ..core.time import END_OF_INPUT
 from ..core.pipeline import Pipeline
 from ..core.time import MAX_TIME, MIN_TIME
 from ..core.triggers import AfterCount, AfterWatermark, Never, Repeatedly

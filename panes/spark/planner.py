@@ -20,7 +20,7 @@ from pyspark.sql import types as ST
 
 from ..core.pipeline import Pipeline
 from ..core.triggers import Never
-from ..core.engine import END_OF_INPUT
+from ..core.time import END_OF_INPUT
 from ..core.time import MIN_TIME
 from ..core.windows import GlobalWindows, Sessions
 from .columns import (
@@ -361,7 +361,7 @@ def _engine_batch(good: DataFrame, p: Pipeline, schema: ST.StructType, record_co
     Python call per bucket, with all records in one step and then the end of input."""
     import pandas as pd
 
-    from ..core.engine import END_OF_INPUT, Engine
+    from ..core.engine import Engine
     from ..core.engine import TS as CORE_TS
 
     final = _final_answer(p)

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from ..core.engine import _sort_key
 from ..core.time import format_instant
 from ..core.windows import GlobalWindows
-from ..replay import ReplayResult, Scenario
+from ..scenario import ReplayResult, Scenario
 from .columns import ACTIVE, CLOCK, MALFORMED, SPARK_END_MS
 from .planner import window_stream
 from .session import get_spark

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-from ..core.engine import END_OF_INPUT, TS as CORE_TS, Engine, EngineState
+from ..core.engine import TS as CORE_TS, Engine, EngineState
 from ..core.pipeline import Pipeline
-from ..core.time import MAX_TIME, MIN_TIME
+from ..core.time import END_OF_INPUT, MAX_TIME, MIN_TIME
 from ..core.windows import GlobalWindows
 from .columns import ACTIVE, CLOCK, DETAIL, INVALID, NUM, SPARK_END_MS, TS
 

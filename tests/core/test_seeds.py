@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from panes.replay import Scenario, load_scenario, replay, replay_core
+from panes.replay import replay
+from panes.scenario import Scenario, load_scenario, replay_core
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

@@ -16,7 +16,7 @@ from panes.core.aggregates import (Aggregate, Avg, CollectList, Count, CountDist
                                    TopK, make_aggregate)
 from panes.core.pipeline import Pipeline, WatermarkStrategy
 from panes.core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling
-from panes.replay import load_scenario
+from panes.scenario import load_scenario
 from panes.spec import SpecError, parse_pipeline_spec, parse_run_spec, parse_trigger, parse_window
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"

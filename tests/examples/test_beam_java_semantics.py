@@ -1,7 +1,7 @@
 """Where Beam Python (2.77, DirectRunner) departs from the Dataflow model, panes follows the model
 as Beam Java implements it (shared/conformance/README.md lists the departures). One test per case."""
 
-from panes.replay import load_scenario, replay_core
+from panes.scenario import load_scenario, replay_core
 
 
 def run(pipeline, timeline):

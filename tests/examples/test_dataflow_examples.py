@@ -8,7 +8,7 @@ import pytest
 
 from panes.core.engine import Engine
 from panes.core.records import parse_records
-from panes.replay import load_scenario, replay_core
+from panes.scenario import load_scenario, replay_core
 
 SCEN = Path(__file__).resolve().parents[1] / "scenarios"
 

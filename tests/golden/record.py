@@ -16,13 +16,13 @@ SCENARIOS = sorted((HERE.parent / "scenarios").glob("*.yaml"))
 
 
 def lines(rows) -> str:
-    from panes.replay import dumps
+    from panes.scenario import dumps
 
     return "".join(dumps(r) + "\n" for r in rows)
 
 
 def main() -> None:
-    from panes.replay import load_scenario, replay_core
+    from panes.scenario import load_scenario, replay_core
 
     for path in SCENARIOS:
         res = replay_core(load_scenario(path))

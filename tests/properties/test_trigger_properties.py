@@ -16,7 +16,7 @@ from collections import defaultdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from panes.replay import load_scenario, replay_core
+from panes.scenario import load_scenario, replay_core
 
 TRIGGERS = [
     None,

@@ -10,7 +10,7 @@ import pytest
 from panes.core.triggers import Never
 from panes.core.windows import GlobalWindows, Sessions
 from panes.core.time import format_instant
-from panes.replay import load_scenario, replay_core
+from panes.scenario import load_scenario, replay_core
 from panes.spark.planner import window_batch
 
 pytestmark = pytest.mark.spark

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import panes
-from panes.replay import load_scenario, replay_core
+from panes.scenario import load_scenario, replay_core
 
 pytestmark = pytest.mark.spark
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from panes.replay import dumps, load_scenario, replay_core
+from panes.scenario import dumps, load_scenario, replay_core
 from panes.spark.native import stream_unsupported
 from panes.spark.replay import replay_spark
 
