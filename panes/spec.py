@@ -13,7 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .core import triggers as T
+from .core.triggers import parse_trigger
 from .core.aggregates import make_aggregate
 from .core.pipeline import Pipeline, WatermarkStrategy
 from .core.time import parse_duration
@@ -102,80 +102,6 @@ def parse_window(spec: Any) -> WindowFn:
             raise ValueError("sliding time_difference must be positive")
         return Sliding(d)
     return GlobalWindows()
-
-
-# -- trigger -----------------------------------------------------------------------------------
-
-
-def parse_trigger(spec: Any, where: str = "trigger") -> T.Trigger:
-    """Trigger spec -> trigger tree. Shorthands: {every: D} (repeated processing-time firing),
-    {count: N} (repeated count firing); 'default' / 'at_close' is the default trigger."""
-    if spec is None or spec in ("default", "at_close", "never"):
-        return T.Never()
-    if spec == "after_watermark":
-        return T.AfterWatermark()
-    if spec == "beam_default":
-        return T.BEAM_DEFAULT
-    if not isinstance(spec, dict) or len(spec) != 1:
-        raise ValueError(f"{where}: a trigger is a mapping with one key (after_watermark, after_count, "
-                         "after_processing_time, repeatedly, after_any, after_all, after_each, "
-                         "or_finally, every, count) or 'default'")
-    (kind, arg), = spec.items()
-    if kind == "after_watermark":
-        arg = arg or {}
-        if not isinstance(arg, dict) or set(arg) - {"early", "late"}:
-            raise ValueError(f"{where}.after_watermark takes only early and late")
-        early = _sub_trigger(arg["early"], f"{where}.after_watermark.early") if arg.get("early") is not None else None
-        late = _sub_trigger(arg["late"], f"{where}.after_watermark.late") if arg.get("late") is not None else None
-        return T.AfterWatermark(early, late)
-    if kind == "after_count":
-        return T.AfterCount(_positive_int(arg, f"{where}.after_count"))
-    if kind == "count":
-        return T.Repeatedly(T.AfterCount(_positive_int(arg, f"{where}.count")))
-    if kind == "after_processing_time":
-        return T.AfterProcessingTime(_positive_dur(arg, f"{where}.after_processing_time"))
-    if kind == "every":
-        return T.Repeatedly(T.AfterProcessingTime(0, _positive_dur(arg, f"{where}.every")))
-    if kind == "repeatedly":
-        return T.Repeatedly(parse_trigger(arg, f"{where}.repeatedly"))
-    if kind in ("after_any", "after_all", "after_each"):
-        if not isinstance(arg, list) or not arg:
-            raise ValueError(f"{where}.{kind} takes a non-empty list of triggers")
-        subs = tuple(parse_trigger(a, f"{where}.{kind}[{i}]") for i, a in enumerate(arg))
-        return {"after_any": T.AfterAny, "after_all": T.AfterAll, "after_each": T.AfterEach}[kind](subs)
-    if kind == "or_finally":
-        if not isinstance(arg, dict) or set(arg) != {"trigger", "finally"}:
-            raise ValueError(f"{where}.or_finally takes {{trigger: T, finally: T}}")
-        return T.OrFinally(parse_trigger(arg["trigger"], f"{where}.or_finally.trigger"),
-                           parse_trigger(arg["finally"], f"{where}.or_finally.finally"))
-    raise ValueError(f"{where}: unknown trigger {kind!r}")
-
-
-def _sub_trigger(spec: Any, where: str) -> T.Trigger:
-    # early / late sub-triggers repeat by themselves: {every: D} and {count: N} mean one firing each
-    if isinstance(spec, dict) and len(spec) == 1:
-        (kind, arg), = spec.items()
-        if kind == "every":
-            return T.AfterProcessingTime(0, _positive_dur(arg, f"{where}.every"))
-        if kind == "count":
-            return T.AfterCount(_positive_int(arg, f"{where}.count"))
-    return parse_trigger(spec, where)
-
-
-def _positive_int(v: Any, where: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError(f"{where} must be a positive integer, got {v!r}")
-    return v
-
-
-def _positive_dur(v: Any, where: str) -> int:
-    try:
-        d = parse_duration(v)
-    except ValueError as e:
-        raise ValueError(f"{where}: {e}") from None
-    if d <= 0:
-        raise ValueError(f"{where} must be positive")
-    return d
 
 
 # -- the spec ------------------------------------------------------------------------------------

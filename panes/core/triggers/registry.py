@@ -1,0 +1,101 @@
+"""The trigger registry: spec names to trigger classes, and the parser of a trigger spec.
+
+A trigger spec is ``{name: argument}`` (the class's ``from_spec`` reads the argument) or one of
+the names of ``NAMED``. Adding a trigger: its module (a ``Trigger`` subclass with its state
+machine, ``describe`` and ``from_spec``) and one line in ``TRIGGERS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..time import parse_duration
+from .after_all import AfterAll
+from .after_any import AfterAny
+from .after_count import AfterCount
+from .after_each import AfterEach
+from .after_processing_time import AfterProcessingTime
+from .after_watermark import AfterWatermark
+from .base import Trigger
+from .never import Never
+from .or_finally import OrFinally
+from .repeatedly import Repeatedly
+
+#: Beam's own default trigger (panes' default is ``Never``: one pane per window, at its close)
+BEAM_DEFAULT = Repeatedly(AfterWatermark())
+
+#: spec name -> class (its ``from_spec`` gets the name: ``every`` and ``count`` are shorthands)
+TRIGGERS: dict[str, type[Trigger]] = {
+    "after_watermark": AfterWatermark,
+    "after_count": AfterCount,
+    "after_processing_time": AfterProcessingTime,
+    "repeatedly": Repeatedly,
+    "after_any": AfterAny,
+    "after_all": AfterAll,
+    "after_each": AfterEach,
+    "or_finally": OrFinally,
+    "every": AfterProcessingTime,
+    "count": AfterCount,
+}
+
+#: triggers named by a plain string
+NAMED: dict[str, Callable[[], Trigger]] = {
+    "default": Never,
+    "at_close": Never,
+    "never": Never,
+    "after_watermark": AfterWatermark,
+    "beam_default": lambda: BEAM_DEFAULT,
+}
+
+
+def parse_trigger(spec: Any, where: str = "trigger", once: bool = False) -> Trigger:
+    """Trigger spec -> trigger tree; ``where``: the spec's dotted path, for error messages
+    (``ValueError``). ``once``: the shorthands {every: D} and {count: N} fire once (as early and
+    late triggers of after_watermark) instead of repeating."""
+    if spec is None:
+        return Never()
+    if isinstance(spec, str) and spec in NAMED:
+        return NAMED[spec]()
+    if not isinstance(spec, dict) or len(spec) != 1:
+        raise ValueError(f"{where}: a trigger is a mapping with one key ({', '.join(TRIGGERS)}) or 'default'")
+    (name, arg), = spec.items()
+    cls = TRIGGERS.get(name)
+    if cls is None:
+        raise ValueError(f"{where}: unknown trigger {name!r}")
+    return cls.from_spec(name, arg, SpecSite(where, once))
+
+
+@dataclass(frozen=True)
+class SpecSite:
+    """Where in a spec a trigger is read: its dotted ``path`` (for error messages) and whether the
+    shorthands fire ``once`` there. It parses sub-triggers and checks arguments."""
+
+    path: str = "trigger"
+    once: bool = False
+
+    def parse(self, spec: Any, suffix: str, once: bool = False) -> Trigger:
+        return parse_trigger(spec, f"{self.path}.{suffix}", once)
+
+    def parse_list(self, spec: Any, name: str) -> tuple[Trigger, ...]:
+        if not isinstance(spec, list) or not spec:
+            raise ValueError(f"{self.path}.{name} takes a non-empty list of triggers")
+        return tuple(parse_trigger(s, f"{self.path}.{name}[{i}]") for i, s in enumerate(spec))
+
+    def repeat(self, trigger: Trigger) -> Trigger:
+        """A shorthand's trigger: once, or repeated."""
+        return trigger if self.once else Repeatedly(trigger)
+
+    def positive_int(self, v: Any, name: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{self.path}.{name} must be a positive integer, got {v!r}")
+        return v
+
+    def positive_duration(self, v: Any, name: str) -> int:
+        try:
+            d = parse_duration(v)
+        except ValueError as e:
+            raise ValueError(f"{self.path}.{name}: {e}") from None
+        if d <= 0:
+            raise ValueError(f"{self.path}.{name} must be positive")
+        return d
