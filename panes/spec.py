@@ -17,7 +17,7 @@ from .core.triggers import parse_trigger
 from .core.aggregates import make_aggregate
 from .core.pipeline import Pipeline, WatermarkStrategy
 from .core.time import parse_duration
-from .core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling, WindowFn
+from .core.windows import Sessions, parse_window
 
 
 class SpecError(ValueError):
@@ -38,70 +38,6 @@ def _dur(v: Any) -> int:
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-# -- window ------------------------------------------------------------------------------------
-
-
-def parse_window(spec: Any) -> WindowFn:
-    if spec in ("global", None) or spec == {"global": None}:
-        return GlobalWindows()
-    if not isinstance(spec, dict) or len(spec) != 1:
-        raise ValueError("window is one of {tumbling: {...}}, {hopping: {...}}, {session: {...}}, "
-                         "{sliding: {...}}, global")
-    (kind, opts), = spec.items()
-    opts = opts or {}
-    if not isinstance(opts, dict):
-        raise ValueError(f"{kind} options must be a mapping")
-    allowed = {
-        "tumbling": {"size", "offset"},
-        "hopping": {"size", "hop", "offset"},
-        "session": {"gap", "gap_column"},
-        "sliding": {"time_difference"},
-        "global": set(),
-    }
-    if kind not in allowed:
-        raise ValueError(f"unknown window type {kind!r}; one of {sorted(allowed)}")
-    extra = set(opts) - allowed[kind]
-    if extra:
-        raise ValueError(f"{kind} window has no option {sorted(extra)}; its options are {sorted(allowed[kind])}")
-    if kind == "tumbling":
-        if "size" not in opts:
-            raise ValueError("tumbling window needs size")
-        size = _dur(opts["size"])
-        offset = _dur(opts.get("offset", 0))
-        if size <= 0:
-            raise ValueError("tumbling size must be positive")
-        if offset >= size:
-            raise ValueError("tumbling offset must be smaller than size")
-        return Tumbling(size, offset)
-    if kind == "hopping":
-        for f in ("size", "hop"):
-            if f not in opts:
-                raise ValueError(f"hopping window needs {f}")
-        size, hop, offset = _dur(opts["size"]), _dur(opts["hop"]), _dur(opts.get("offset", 0))
-        if size <= 0 or hop <= 0:
-            raise ValueError("hopping size and hop must be positive")
-        if offset >= hop:
-            raise ValueError("hopping offset must be smaller than hop")
-        return Hopping(size, hop, offset)
-    if kind == "session":
-        if ("gap" in opts) == ("gap_column" in opts):
-            raise ValueError("session window needs exactly one of gap and gap_column")
-        if "gap" in opts:
-            gap = _dur(opts["gap"])
-            if gap <= 0:
-                raise ValueError("session gap must be positive")
-            return Sessions(gap=gap)
-        return Sessions(gap_column=str(opts["gap_column"]))
-    if kind == "sliding":
-        if "time_difference" not in opts:
-            raise ValueError("sliding window needs time_difference")
-        d = _dur(opts["time_difference"])
-        if d <= 0:
-            raise ValueError("sliding time_difference must be positive")
-        return Sliding(d)
-    return GlobalWindows()
 
 
 # -- the spec ------------------------------------------------------------------------------------
