@@ -10,7 +10,7 @@ conjunction is ``&`` between parenthesised comparisons (also right for Python bo
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -61,6 +61,18 @@ class Reason(StrEnum):
     INVALID_VALUE = "invalid_value"  # a value that does not fit its column or aggregate
     MALFORMED = "malformed"  # not a record at all (not a JSON object)
     INVALID_WATERMARK = "invalid_watermark"  # a punctuation record whose watermark is not a time
+
+
+#: The checks a record goes through, in this order: the first it fails gives its dead letter's reason
+#: (a record that is not a mapping is malformed; a punctuation record carries a watermark, not data).
+VALIDATION_ORDER: tuple[Reason, ...] = (
+    Reason.MALFORMED,
+    Reason.INVALID_WATERMARK,
+    Reason.MISSING_EVENT_TIME,
+    Reason.INVALID_EVENT_TIME,
+    Reason.MISSING_KEY,
+    Reason.INVALID_VALUE,
+)
 
 
 class Timing(StrEnum):
@@ -115,3 +127,27 @@ def ingestion_stamp(stamp: Any, latest: Any, ops: Ops = SCALAR) -> Any:
     """Ingestion-time stamps never go back (as Flink's): a stamp before the latest one seen
     counts as that one."""
     return ops.greatest(stamp, latest)
+
+
+def watermark_after(watermark: Any, max_event_time: Any, max_delay: int, punctuation: bool, explicit: Any,
+                    ended: Any, ops: Ops = SCALAR) -> Any:
+    """The watermark after a step. It never goes back. It follows the largest event time seen minus
+    ``max_delay``, unless the pipeline's watermark comes from ``punctuation`` only; an ``explicit``
+    value (a punctuation record's, a control step's; ``MIN_TIME`` for none) moves it too; once the
+    input ``ended`` it is ``END_OF_INPUT``."""
+    moved = watermark if punctuation else ops.greatest(watermark, max_event_time - max_delay)
+    return ops.where(ended, END_OF_INPUT, ops.greatest(moved, explicit))
+
+
+def validation_rank(reason: Reason | str) -> int:
+    """A reason's place in ``VALIDATION_ORDER`` (checks sort by it)."""
+    return VALIDATION_ORDER.index(Reason(reason))
+
+
+def first_failure(checks: Sequence[tuple[Any, Any]], ops: Ops = SCALAR) -> Any:
+    """The value (a reason, a detail) of the first of ``checks`` — (passed, value) pairs in
+    ``VALIDATION_ORDER`` — that a record fails; None when it passes them all."""
+    out = None
+    for passed, value in reversed(checks):
+        out = ops.where(passed, out, value)
+    return out
