@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from ..core.engine import _sort_key
+from ..core.engine import sort_key as _sort_key
 from ..core.time import format_instant
 from ..core.windows import GlobalWindows
 from ..scenario import ReplayResult, Scenario

@@ -1,0 +1,218 @@
+"""The windowing engine: (state, rows, watermark, processing time) -> (panes, dead letters, state).
+
+Deterministic, with no clock and no I/O. A step of the engine is
+
+1. ``ingest(state, batch, processing_time)``: the batch's rows are assigned to windows and checked
+   for lateness against the watermark from *before* the batch; rows for windows that are closed go
+   to the dead letters (once per row, naming the windows they missed); the others are added to
+   their windows' accumulators, a whole (key, window) group at a time; then the triggers of the
+   windows that got data are evaluated (Beam evaluates triggers after a bundle, not per element).
+   The window family's strategy (``INGEST``) does the adding.
+2. ``advance(state, watermark, processing_time)``: the watermark (which never goes back) and the
+   processing-time clock move; windows whose triggers are ready fire, windows that expire
+   (watermark >= end + allowed lateness) emit their final pane if there is anything left to say and
+   are purged.
+
+``step`` does both, computing the watermark with the pipeline's watermark strategy; the Spark
+adapter calls ``advance`` with Spark's watermark and then ``ingest`` for each micro-batch, which is
+the same sequence of operations.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .. import rules
+from ..pipeline import Pipeline
+from ..time import END_OF_INPUT, MAX_TIME, MIN_TIME
+from ..triggers import Ctx, TriggerMachine
+from .firing import Emitted, Firing, ordered
+from .fixed import FixedWindowsIngest
+from .ingest import BatchRows, Ingested, IngestStrategy, key_codes, late_letters
+from .merging import MergingWindowsIngest
+from .record_defined import RecordDefinedIngest
+from .state import TS, EngineState, Pane, StepResult, WindowState
+from .window_ops import WindowOps
+
+#: window family (``WindowFn.family``) -> its ingest strategy
+INGEST: dict[str, type] = {
+    "fixed": FixedWindowsIngest,
+    "merging": MergingWindowsIngest,
+    "record_defined": RecordDefinedIngest,
+}
+
+
+class Engine:
+    """Runs one pipeline. The engine holds no data; all of it is in ``EngineState``."""
+
+    def __init__(self, pipeline: Pipeline):
+        self.p = pipeline
+        self.machine = TriggerMachine(pipeline.trigger)
+        self.ops = WindowOps(pipeline, self.machine)
+        self.firing = Firing(pipeline, self.machine)
+        self.strategy: IngestStrategy = INGEST[pipeline.window.family](pipeline.window, self.ops)
+
+    def new_state(self) -> EngineState:
+        return EngineState()
+
+    def step(self, state: EngineState, batch: pd.DataFrame | None = None, *, watermark: int | None = None,
+             processing_time: int | None = None, end: bool = False,
+             record_of: Callable[[int], dict] | None = None, active: bool = False) -> StepResult:
+        """One replay step: the clock moves, the batch is ingested (lateness against the current
+        watermark), the watermark moves by the pipeline's strategy and any explicit ``watermark``,
+        then what is due fires. ``active``: records arrived even if none is valid (idleness)."""
+        out = StepResult()
+        has_data = batch is not None and len(batch) > 0
+        if processing_time is not None and processing_time > state.processing_time:
+            # the clock moves first: processing-time triggers due by then fire before the batch
+            # (the batch's records make the source active at that instant: no idleness close)
+            out.extend(self.advance(state, None, processing_time, idle=not (has_data or active)))
+        if batch is not None and has_data:
+            out.extend(self.ingest(state, batch, record_of=record_of))
+        strategy = self.p.watermark
+        new_wm = rules.watermark_after(state.watermark, state.max_event_time, strategy.max_delay,
+                                       strategy.punctuation, MIN_TIME if watermark is None else watermark, end)
+        out.extend(self.advance(state, new_wm))
+        return out
+
+    def idle_watermark(self, state: EngineState) -> int:
+        """The watermark the idleness timeout allows: the end of the earliest open window whose end
+        processing time passed at least ``idle_timeout`` ago while no record arrived since."""
+        timeout = self.p.watermark.idle_timeout
+        if timeout is None:
+            return MIN_TIME
+        pt = state.processing_time
+        idle_since = state.last_data_time if state.last_data_time is not None else MIN_TIME
+        best = MIN_TIME
+        # close windows one after another while each one's timeout has run out
+        ends = sorted({ws.end for wins in state.keys.values() for ws in wins.values()
+                       if ws.end > state.watermark and ws.end < MAX_TIME})
+        for e in ends:
+            start_of_timeout = max(e, idle_since)
+            if pt >= start_of_timeout + timeout:
+                best = e
+            else:
+                break
+        return best
+
+    def ingest(self, state: EngineState, batch: pd.DataFrame, processing_time: int | None = None,
+               record_of: Callable[[int], dict] | None = None) -> StepResult:
+        """Add a batch of valid rows (``__ts`` int64 ms, the key and value columns)."""
+        if processing_time is not None:
+            state.processing_time = max(state.processing_time, processing_time)
+        out = StepResult()
+        if len(batch) == 0:
+            return out
+        rows = self._rows(state, batch)
+        ingested = Ingested()
+        self.strategy.ingest(state, rows, ingested)
+        if ingested.missed:
+            out.dead_letters.extend(late_letters(ingested.missed, batch, rows.watermark, record_of,
+                                                 self.p.window.report_end))
+            state.metrics["rows_late"] += len(ingested.missed)
+        out.panes.extend(self._evaluate(state, ingested.touched))
+        return out
+
+    def _rows(self, state: EngineState, batch: pd.DataFrame) -> BatchRows:
+        """The batch as arrays; the state counts its rows and notes its event times."""
+        n = len(batch)
+        ts = batch[TS].to_numpy(dtype=np.int64)
+        seq = np.arange(state.seq, state.seq + n, dtype=np.int64)
+        state.seq += n
+        state.metrics["rows"] += n
+        state.max_event_time = max(state.max_event_time, int(ts.max()))
+        state.last_data_time = state.processing_time
+        values = {c: batch[c].to_numpy() for c in self.p.value_columns}
+        codes, keys = key_codes(batch, self.p.key)
+        return BatchRows(batch, ts, seq, values, codes, keys, state.watermark, state.processing_time)
+
+    def _evaluate(self, state: EngineState, touched: list) -> list[Pane]:
+        """Evaluate the triggers of the windows that got data, after the whole batch."""
+        wm, pt = state.watermark, state.processing_time
+        fired: list[Emitted] = []
+        seen = set()
+        for key, w in touched:
+            if (key, w) in seen:
+                continue
+            seen.add((key, w))
+            ws = state.keys.get(key, {}).get(w)
+            if ws is None or ws.closed:
+                if ws is not None:
+                    self._wake(state, ws)
+                continue
+            ctx = Ctx(wm, pt, ws.end)
+            if self.machine.should_fire(ws.trig, ctx):
+                fired.extend(self.firing.fire(state, key, ws, ctx))
+            self._wake(state, ws)
+        return ordered(fired)
+
+    def advance(self, state: EngineState, watermark: int | None = None,
+                processing_time: int | None = None, idle: bool = True) -> StepResult:
+        """Move the watermark / processing time and fire what is due. With an idleness timeout
+        (and ``idle``: no record arrived at this instant), windows the timeout closes move the
+        watermark to their end."""
+        if watermark is not None and watermark > state.watermark:
+            state.watermark = watermark
+        if processing_time is not None and processing_time > state.processing_time:
+            state.processing_time = processing_time
+        if idle and self.p.watermark.idle_timeout is not None:
+            state.watermark = max(state.watermark, self.idle_watermark(state))
+        wm, pt = state.watermark, state.processing_time
+        if wm < state.wake_event and (state.wake_clock is None or pt < state.wake_clock):
+            return StepResult()  # nothing is due: no window to look at
+        emitted: list[Emitted] = []
+        wake_event, wake_clock = END_OF_INPUT, None
+        for key in list(state.keys):
+            wins = state.keys[key]
+            for w in list(wins):
+                ws = wins[w]
+                expiry = self.ops.expiry(ws.end)
+                if wm >= expiry:
+                    if not ws.closed:
+                        emitted.extend(self.firing.emit(state, key, ws, Ctx(wm, pt, ws.end), final=True))
+                    del wins[w]
+                    continue
+                if not ws.closed:
+                    ctx = Ctx(wm, pt, ws.end)
+                    if self.machine.should_fire(ws.trig, ctx):
+                        emitted.extend(self.firing.fire(state, key, ws, ctx))
+                if not ws.closed:
+                    d = self.machine.next_processing_deadline(ws.trig)
+                    if d is not None and (wake_clock is None or d < wake_clock):
+                        wake_clock = d
+                wake_event = min(wake_event, self._due(ws, wm, expiry))
+            if not wins:
+                del state.keys[key]
+        state.wake_event, state.wake_clock = wake_event, wake_clock
+        self.strategy.purge(state)
+        state.metrics["windows_open"] = sum(len(v) for v in state.keys.values())
+        return StepResult(panes=ordered(emitted))
+
+    @staticmethod
+    def _due(ws: WindowState, wm: int, expiry: int) -> int:
+        """The watermark at which something can next happen to an open window: its end (the
+        on-time firing) or its expiry."""
+        return ws.end if (wm < ws.end and not ws.closed and ws.end < MAX_TIME) else expiry
+
+    def next_event_deadline(self, state: EngineState) -> int | None:
+        """The smallest watermark at which something can happen (a window end or expiry)."""
+        best = None
+        wm = state.watermark
+        for wins in state.keys.values():
+            for ws in wins.values():
+                d = self._due(ws, wm, self.ops.expiry(ws.end))
+                if best is None or d < best:
+                    best = d
+        return best
+
+    def _wake(self, state: EngineState, ws: WindowState) -> None:
+        """Lower the wake marks to what a window that got data may need."""
+        due = ws.end if (state.watermark < ws.end and ws.end < MAX_TIME) else self.ops.expiry(ws.end)
+        if due < state.wake_event:
+            state.wake_event = due
+        d = self.machine.next_processing_deadline(ws.trig)
+        if d is not None and (state.wake_clock is None or d < state.wake_clock):
+            state.wake_clock = d

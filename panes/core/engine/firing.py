@@ -1,0 +1,105 @@
+"""Firing a window: its trigger's ``on_fire``, then its pane (with retractions) if there is
+something to say, in the accumulation mode of the pipeline.
+
+Pane timing follows Beam Java's PaneInfoTracker (``rules.pane_timing``): EARLY before the watermark
+passes the window end; the first pane after it ON_TIME (even when empty, as Beam's FIRE_ALWAYS
+on-time behaviour); LATE after a non-early pane, or for a window that came into being when the
+watermark had already passed its end.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import rules
+from ..pipeline import Pipeline
+from ..rules import Timing
+from ..triggers import Ctx, TriggerMachine
+from .state import EngineState, Pane, WindowState
+
+#: a pane and the key that orders the panes of one evaluation (window end, start, key)
+Emitted = tuple[tuple, Pane]
+
+
+def sort_key(v: Any) -> tuple:
+    """A key's value in the order panes of one evaluation are emitted (None first; values of
+    different types apart)."""
+    return (type(v).__name__, v) if v is not None else ("", 0)
+
+
+def values_equal(a: tuple | None, b: tuple | None) -> bool:
+    """Two panes' values are equal (NaN equal to NaN): an unchanged pane."""
+    if a is None or b is None:
+        return False
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
+            continue
+        if x != y:
+            return False
+    return True
+
+
+def ordered(emitted: list[Emitted]) -> list[Pane]:
+    # stable: retractions stay before the pane they precede
+    return [p for _, p in sorted(emitted, key=lambda e: e[0])]
+
+
+class Firing:
+    def __init__(self, pipeline: Pipeline, machine: TriggerMachine):
+        self.machine = machine
+        self.aggs = [a.fn for a in pipeline.aggregates]
+        self.discarding = pipeline.accumulation == "discarding"
+        self.retracting = pipeline.accumulation == "retracting"
+        self.only_updated_panes = pipeline.only_updated_panes
+        self.report_end = pipeline.window.report_end
+
+    def fire(self, state: EngineState, key: tuple, ws: WindowState, ctx: Ctx) -> list[Emitted]:
+        """The trigger fired: its pane; a finished trigger closes the window."""
+        self.machine.on_fire(ws.trig, ctx)
+        finished = self.machine.is_finished(ws.trig)
+        rows = self.emit(state, key, ws, ctx, final=finished)
+        if finished:
+            ws.closed = True
+            ws.acc = None
+        return rows
+
+    def emit(self, state: EngineState, key: tuple, ws: WindowState, ctx: Ctx, final: bool) -> list[Emitted]:
+        """onTrigger: emit the pane (and retractions) if there is something to say."""
+        timing = rules.pane_timing(ws.created_late or ws.nonearly, rules.on_time_reached(ws.end, ctx.watermark))
+        out: list[Emitted] = []
+        if not rules.pane_is_emitted(ws.new_count, timing):
+            return out
+        values = tuple(a.extract(acc) for a, acc in zip(self.aggs, ws.acc))
+        skip = self.only_updated_panes and (
+            ws.new_count == 0 or (not self.discarding and values_equal(values, ws.last_values)))
+        if not skip:
+            order_key = (ws.end, ws.start, tuple(sort_key(v) for v in key))
+            if self.retracting:
+                out.extend((order_key, p) for p in self._retractions(state, key, ws))
+            end = self.report_end(ws.end)
+            out.append((order_key, Pane(key, ws.start, end, timing, ws.next_index, final, False, values)))
+            state.metrics["panes"] += 1
+            ws.next_index += 1
+            ws.last_values = values
+            ws.last_timing = timing
+            if timing != Timing.EARLY.value:
+                ws.nonearly = True
+        if self.discarding:
+            ws.acc = [a.create() for a in self.aggs]
+        ws.new_count = 0
+        return out
+
+    def _retractions(self, state: EngineState, key: tuple, ws: WindowState) -> list[Pane]:
+        """The panes a new pane of ``ws`` restates: those of the windows merged into it, and its
+        own previous one."""
+        rend = self.report_end
+        out = [Pane(key, s, rend(e), tm, idx, False, True, vals) for (s, e, vals, idx, tm) in ws.pending_retractions]
+        ws.pending_retractions = []
+        if ws.last_values is not None:
+            out.append(Pane(key, ws.start, rend(ws.end), ws.last_timing, ws.next_index - 1, False, True,
+                            ws.last_values))
+        state.metrics["retractions"] += len(out)
+        return out

@@ -1,0 +1,96 @@
+"""Ingest for merging windows (sessions): a record at t opens the proto-session [t, t + gap);
+proto-sessions and open sessions of a key that overlap merge into one window."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..triggers import Ctx
+from ..windows import Sessions, Window
+from .ingest import BatchRows, Ingested
+from .state import EngineState, WindowState
+from .window_ops import WindowOps
+
+
+class MergingWindowsIngest:
+    def __init__(self, window: Sessions, ops: WindowOps):
+        self.window = window
+        self.ops = ops
+
+    def ingest(self, state: EngineState, rows: BatchRows, out: Ingested) -> None:
+        ts, codes = rows.ts, rows.codes
+        if self.window.gap_column:
+            gaps = rows.frame[self.window.gap_column].to_numpy(dtype=np.int64)
+        else:
+            gaps = np.full(len(ts), self.window.gap, dtype=np.int64)
+        ends = ts + gaps
+        order = np.lexsort((ts, codes))
+        bounds = np.flatnonzero(np.diff(codes[order])) + 1
+        for grp in np.split(order, bounds):
+            if not len(grp):
+                continue
+            key = rows.keys[codes[grp[0]]]
+            wins = state.keys.setdefault(key, {})
+            self._ingest_key(key, wins, grp, ends, rows, out)
+            if not wins:
+                del state.keys[key]
+
+    def _ingest_key(self, key: tuple, wins: dict, grp: np.ndarray, ends: np.ndarray, rows: BatchRows,
+                    out: Ingested) -> None:
+        ts, wm, ops = rows.ts, rows.watermark, self.ops
+        # late proto-sessions: expired already
+        alive = []
+        for i in grp.tolist():
+            if wm >= ops.expiry(int(ends[i])):
+                out.miss(i, (int(ts[i]), int(ends[i])))
+            else:
+                alive.append(i)
+        # sweep the batch's proto-sessions (sorted by start) into merged runs
+        runs: list[list] = []
+        for i in alive:
+            s, e = int(ts[i]), int(ends[i])
+            if runs and s < runs[-1][1]:
+                runs[-1][1] = max(runs[-1][1], e)
+                runs[-1][2].append(i)
+            else:
+                runs.append([s, e, [i]])
+        for s, e, members in runs:
+            overlapping = [w for w in wins if w[0] < e and s < w[1]]
+            if any(wins[w].closed for w in overlapping):
+                closed = [w for w in overlapping if wins[w].closed]
+                for i in members:
+                    out.miss(i, *closed)
+                continue
+            new_w = (min([s] + [w[0] for w in overlapping]), max([e] + [w[1] for w in overlapping]))
+            if not overlapping:
+                ws = wins[new_w] = ops.new_window(new_w, wm)
+            elif len(overlapping) == 1 and overlapping[0] == new_w:
+                ws = wins[new_w]
+            else:
+                ws = wins[new_w] = self.merge([wins.pop(w) for w in overlapping], new_w, wm, rows.processing_time)
+            ops.add(ws, np.asarray(members, dtype=np.int64), ts, rows.seq, rows.values, rows.processing_time)
+            out.touch(key, new_w)
+
+    def merge(self, olds: list[WindowState], new_w: Window, wm: int, pt: int) -> WindowState:
+        """The window merged from ``olds``: their accumulators and trigger states merged; the
+        panes they emitted are to be retracted (unless it keeps the bounds of one of them)."""
+        ops = self.ops
+        keep = next((o for o in olds if (o.start, o.end) == new_w), None)
+        trig = ops.machine.merge([o.trig for o in olds], Ctx(wm, pt, new_w[1]))
+        acc = [a.create() for a in ops.aggs]
+        for o in olds:
+            acc = [a.merge(x, y) for a, x, y in zip(ops.aggs, acc, o.acc)]
+        ws = keep if keep is not None else ops.new_window(new_w, wm)
+        ws.acc = acc
+        ws.trig = trig
+        ws.new_count = sum(o.new_count for o in olds)
+        for o in olds:
+            if o is keep:
+                continue
+            ws.pending_retractions.extend(o.pending_retractions)
+            if o.last_values is not None:
+                ws.pending_retractions.append((o.start, o.end, o.last_values, o.next_index - 1, o.last_timing))
+        return ws
+
+    def purge(self, state: EngineState) -> None:
+        pass

@@ -1,0 +1,93 @@
+"""The engine's values: its output (panes, dead letters) and its state (per key and window)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..time import MIN_TIME
+from ..triggers import TriggerState
+
+TS = "__ts"  # the event-time column of a batch: int64 epoch milliseconds
+
+
+@dataclass(frozen=True)
+class Pane:
+    """One output row: a pane of a window, or (``retraction``) the restatement of an earlier one."""
+
+    key: tuple
+    window_start: int
+    window_end: int
+    timing: str
+    pane_index: int
+    is_last: bool
+    retraction: bool
+    values: tuple
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    reason: str
+    record: dict
+    watermark: int | None = None
+    windows: tuple = ()  # ((start, end), ...) the windows the record missed
+    detail: str | None = None
+
+
+class WindowState:
+    """A window of a key: its accumulators and its trigger state."""
+
+    __slots__ = (
+        "start", "end", "acc", "trig", "new_count", "next_index", "last_values", "last_timing",
+        "nonearly", "created_late", "closed", "pending_retractions",
+    )
+
+    def __init__(self, start: int, end: int, acc: list, trig: TriggerState, created_late: bool):
+        self.start = start
+        self.end = end
+        self.acc: Any = acc  # None once the window closed
+        self.trig = trig
+        self.new_count = 0
+        self.next_index = 0
+        self.last_values: tuple | None = None
+        self.last_timing: str | None = None
+        self.nonearly = False
+        self.created_late = created_late
+        self.closed = False  # the trigger finished: no more data accepted, kept as a tombstone
+        self.pending_retractions: list = []  # (start, end, values, index, timing) of merged-away windows
+
+    def __getstate__(self):
+        return tuple(getattr(self, s) for s in self.__slots__)
+
+    def __setstate__(self, st):
+        for s, v in zip(self.__slots__, st):
+            setattr(self, s, v)
+
+
+@dataclass
+class EngineState:
+    watermark: int = MIN_TIME
+    max_event_time: int = MIN_TIME
+    processing_time: int = 0
+    #: processing time of the last record seen (idleness)
+    last_data_time: int | None = None
+    seq: int = 0
+    keys: dict = field(default_factory=dict)  # key tuple -> {(start, end): WindowState}
+    #: records seen per key for record-defined sliding windows: key -> KeyRecords sorted by (ts, seq)
+    records: dict = field(default_factory=dict)
+    #: nothing can fire before the watermark reaches wake_event or the clock reaches wake_clock
+    wake_event: int = MIN_TIME
+    wake_clock: int | None = None
+    metrics: dict = field(default_factory=lambda: {
+        "rows": 0, "rows_late": 0, "rows_in_gap": 0, "panes": 0, "retractions": 0, "windows_open": 0,
+    })
+
+
+@dataclass
+class StepResult:
+    panes: list[Pane] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+
+    def extend(self, other: StepResult) -> None:
+        self.panes.extend(other.panes)
+        self.dead_letters.extend(other.dead_letters)
