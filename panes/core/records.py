@@ -15,6 +15,7 @@ import pandas as pd
 
 from .engine import TS, DeadLetter
 from .pipeline import Pipeline
+from . import rules
 from .rules import Reason
 from .time import parse_duration, parse_instant
 from .windows import Sessions
@@ -44,7 +45,6 @@ def _column(values: list) -> np.ndarray:
 
 def parse_records(pipeline: Pipeline, records: list[dict], ingestion_time: int) -> ParsedBatch:
     key_cols = pipeline.key
-    numeric = {a.fn.column for a in pipeline.aggregates if a.fn.numeric}
     wm = pipeline.watermark
     dead: list[DeadLetter] = []
     kept: list[dict] = []
@@ -64,42 +64,56 @@ def parse_records(pipeline: Pipeline, records: list[dict], ingestion_time: int) 
                 continue
             punct = t if punct is None else max(punct, t)
             continue
-        if pipeline.event_time:
-            raw = rec.get(pipeline.event_time)
-            if raw is None:
-                dead.append(DeadLetter(Reason.MISSING_EVENT_TIME, rec, detail=f"no {pipeline.event_time!r}"))
-                continue
-            try:
-                t = parse_instant(raw)
-            except ValueError as e:
-                dead.append(DeadLetter(Reason.INVALID_EVENT_TIME, rec, detail=str(e)))
-                continue
-        else:
-            t = ingestion_time
-        missing = [k for k in key_cols if rec.get(k) is None]
-        if missing:
-            dead.append(DeadLetter(Reason.MISSING_KEY, rec, detail=f"no value for key column(s) {missing}"))
+        checked = check_record(pipeline, rec, ingestion_time, gap_col)
+        if checked.reason is not None:
+            dead.append(DeadLetter(checked.reason, rec, detail=checked.detail))
             continue
-        bad = [c for c in numeric if rec.get(c) is not None
-               and (isinstance(rec[c], bool) or not isinstance(rec[c], numbers.Real))]
-        if bad:
-            dead.append(DeadLetter(Reason.INVALID_VALUE, rec, detail=f"not a number: {sorted(bad)}"))
-            continue
-        if gap_col is not None:
-            try:
-                g = parse_duration(rec.get(gap_col))
-                if g <= 0:
-                    raise ValueError("a session gap must be positive")
-            except ValueError as e:
-                dead.append(DeadLetter(Reason.INVALID_VALUE, rec, detail=f"{gap_col}: {e}"))
-                continue
-            originals.append(rec)
-            rec = {**rec, gap_col: g}
-        else:
-            originals.append(rec)
-        kept.append(rec)
-        times.append(t)
+        originals.append(rec)
+        kept.append({**rec, gap_col: checked.gap} if gap_col is not None else rec)
+        times.append(checked.time)
     cols = {TS: np.array(times, dtype=np.int64)}
     for c in list(key_cols) + list(pipeline.value_columns) + ([gap_col] if gap_col else []):
         cols[c] = _column([r.get(c) for r in kept])
     return ParsedBatch(pd.DataFrame(cols), originals, dead, punct)
+
+
+@dataclass
+class CheckedRecord:
+    """A data record's checks: the reason and detail of the first it fails (``rules.first_failure``
+    in ``rules.VALIDATION_ORDER``), else its event time and session gap."""
+
+    reason: Reason | None
+    detail: str | None
+    time: int
+    gap: int | None
+
+
+def check_record(pipeline: Pipeline, rec: dict, ingestion_time: int, gap_col: str | None) -> CheckedRecord:
+    checks: list[tuple[Reason, bool, str]] = []  # (reason, passed, detail)
+    t = ingestion_time
+    if pipeline.event_time:
+        raw = rec.get(pipeline.event_time)
+        checks.append((Reason.MISSING_EVENT_TIME, raw is not None, f"no {pipeline.event_time!r}"))
+        if raw is not None:
+            try:
+                t = parse_instant(raw)
+            except ValueError as e:
+                checks.append((Reason.INVALID_EVENT_TIME, False, str(e)))
+    missing = [k for k in pipeline.key if rec.get(k) is None]
+    checks.append((Reason.MISSING_KEY, not missing, f"no value for key column(s) {missing}"))
+    numeric = {a.fn.column for a in pipeline.aggregates if a.fn.numeric}
+    bad = [c for c in numeric if rec.get(c) is not None
+           and (isinstance(rec[c], bool) or not isinstance(rec[c], numbers.Real))]
+    checks.append((Reason.INVALID_VALUE, not bad, f"not a number: {sorted(bad)}"))
+    gap = None
+    if gap_col is not None:
+        try:
+            gap = parse_duration(rec.get(gap_col))
+            if gap <= 0:
+                raise ValueError("a session gap must be positive")
+        except ValueError as e:
+            checks.append((Reason.INVALID_VALUE, False, f"{gap_col}: {e}"))
+    checks.sort(key=lambda c: rules.validation_rank(c[0]))
+    reason = rules.first_failure([(ok, r) for r, ok, _ in checks])
+    detail = rules.first_failure([(ok, d) for _, ok, d in checks])
+    return CheckedRecord(reason, detail, t, gap)
