@@ -7,12 +7,24 @@ import sys
 
 import click
 
-from .spec import SpecError
+from .spec import RunSpec, SpecError
 
 
 def _fail(e: Exception) -> None:
-    click.echo(f"error: {e}", err=True)
+    """A user's mistake: one ``error:`` line per thing wrong, exit code 2."""
+    for err in (e.errors if isinstance(e, SpecError) else [e]):
+        click.echo(f"error: {err}", err=True)
     sys.exit(2)
+
+
+def check_plan(spec: RunSpec) -> None:
+    """A stream forced onto the native plan must be one it can run: checked before Spark starts."""
+    if spec.mode == "stream" and spec.spark.plan == "native":
+        from .spark.native import stream_unsupported
+
+        why = stream_unsupported(spec.to_pipeline())
+        if why:
+            raise SpecError("spark.plan", f"'native' cannot run this pipeline: {why} (use auto or stateful)")
 
 
 @click.group(help="Event-time windowing for PySpark: windows, watermarks, triggers, late data.")
@@ -34,6 +46,7 @@ def validate(spec: str) -> None:
             click.echo(f"{spec}: valid replay scenario")
         else:
             s = load_run_spec(spec)
+            check_plan(s)
             click.echo(f"{spec}: valid ({s.mode}, window {json.dumps(s.window)})")
     except SpecError as e:
         _fail(e)
@@ -72,11 +85,12 @@ def run(spec: str, master: str | None, mode: str | None, quiet: bool) -> None:
 
     try:
         s = load_run_spec(spec)
+        if mode:
+            s.mode = mode
+        check_plan(s)
     except SpecError as e:
         _fail(e)
         return
-    if mode:
-        s.mode = mode
     from .runner import run_spec
 
     run_spec(s, master=master, progress=not quiet)

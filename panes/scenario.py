@@ -18,8 +18,9 @@ from .core.engine import Engine
 from .core.output import dead_letter_record, pane_record
 from .core.pipeline import Pipeline
 from .core.records import parse_records
+from .core.rules import ingestion_stamp
 from .core.time import parse_instant
-from .spec import SpecError, load_document, parse_pipeline_spec
+from .spec import FieldError, SpecError, load_document, parse_pipeline_spec
 
 STEP_KEYS = {"add", "watermark", "processing_time", "end"}
 
@@ -32,36 +33,51 @@ class Scenario:
 
 
 def load_scenario(source: str | Path | dict) -> Scenario:
+    """A scenario from a file or a mapping; ``SpecError`` lists everything wrong with it."""
     doc = source if isinstance(source, dict) else load_document(source)
+    errors: list[FieldError] = []
     if "pipeline" not in doc:
-        raise SpecError("pipeline", "required field is missing")
-    if "timeline" not in doc or not isinstance(doc["timeline"], list):
-        raise SpecError("timeline", "required: a list of steps")
-    extra = set(doc) - {"pipeline", "timeline", "name", "description"}
-    if extra:
-        raise SpecError(sorted(extra)[0], "unknown field")
-    spec = parse_pipeline_spec(doc["pipeline"])
-    steps = []
-    for i, step in enumerate(doc["timeline"]):
-        where = f"timeline[{i}]"
-        if not isinstance(step, dict) or not step or set(step) - STEP_KEYS:
-            raise SpecError(where, f"a step is one of {sorted(STEP_KEYS)}")
-        s: dict[str, Any] = {}
+        errors.append(FieldError("pipeline", "required field is missing"))
+    timeline = doc.get("timeline")
+    if not isinstance(timeline, list):
+        errors.append(FieldError("timeline", "required: a list of steps"))
+    errors += [FieldError(f, "unknown field") for f in sorted(set(doc) - {"pipeline", "timeline", "name", "description"})]
+    spec = None
+    if "pipeline" in doc:
         try:
-            if "processing_time" in step:
-                s["processing_time"] = parse_instant(step["processing_time"])
-            if "watermark" in step:
-                s["watermark"] = parse_instant(step["watermark"])
-        except ValueError as e:
-            raise SpecError(where, str(e)) from None
-        if "add" in step:
-            if not isinstance(step["add"], list):
-                raise SpecError(f"{where}.add", "a list of records")
-            s["add"] = step["add"]
-        if step.get("end"):
-            s["end"] = True
-        steps.append(s)
+            spec = parse_pipeline_spec(doc["pipeline"])
+        except SpecError as e:
+            errors += e.errors
+    steps = []
+    for i, step in enumerate(timeline if isinstance(timeline, list) else []):
+        try:
+            steps.append(parse_step(step, f"timeline[{i}]"))
+        except SpecError as e:
+            errors += e.errors
+    if errors or spec is None:
+        raise SpecError.of(errors)
     return Scenario(spec.to_pipeline(), steps, doc)
+
+
+def parse_step(step: Any, where: str) -> dict[str, Any]:
+    """A timeline step with its instants as epoch ms."""
+    if not isinstance(step, dict) or not step or set(step) - STEP_KEYS:
+        raise SpecError(where, f"a step is one of {sorted(STEP_KEYS)}")
+    s: dict[str, Any] = {}
+    try:
+        if "processing_time" in step:
+            s["processing_time"] = parse_instant(step["processing_time"])
+        if "watermark" in step:
+            s["watermark"] = parse_instant(step["watermark"])
+    except ValueError as e:
+        raise SpecError(where, str(e)) from None
+    if "add" in step:
+        if not isinstance(step["add"], list):
+            raise SpecError(f"{where}.add", "a list of records")
+        s["add"] = step["add"]
+    if step.get("end"):
+        s["end"] = True
+    return s
 
 
 @dataclass
@@ -85,7 +101,7 @@ def replay_core(scenario: Scenario) -> ReplayResult:
         wm = step.get("watermark")
         if "add" in step:
             # ingestion time: the clock as this step leaves it (the clock moves first)
-            parsed = parse_records(pipe, step["add"], ingestion_time=max(state.processing_time, pt or 0))
+            parsed = parse_records(pipe, step["add"], ingestion_time=ingestion_stamp(pt or 0, state.processing_time))
             dead.extend(dead_letter_record(d) for d in parsed.dead_letters)
             batch = parsed.frame
             record_of = parsed.records.__getitem__

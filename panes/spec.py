@@ -7,26 +7,46 @@ the same objects. A wrong field fails with its path and the reason (``SpecError`
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Sequence
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .core.triggers import parse_trigger
-from .core.aggregates import make_aggregate
+from .core.aggregates import Aggregate, make_aggregate
 from .core.pipeline import Pipeline, WatermarkStrategy
 from .core.time import parse_duration
+from .core.triggers import parse_trigger
 from .core.windows import Sessions, parse_window
 
 
-class SpecError(ValueError):
-    """An invalid spec: ``field`` is the dotted path of the offending field."""
+@dataclass(frozen=True)
+class FieldError:
+    """One thing wrong with a spec: the dotted path of the field (empty for the whole document) and
+    the reason."""
 
-    def __init__(self, field: str, reason: str):
-        self.field = field
-        self.reason = reason
-        super().__init__(f"{field}: {reason}" if field else reason)
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.reason}" if self.field else self.reason
+
+
+class SpecError(ValueError):
+    """An invalid spec: ``errors`` lists every field error found; ``field`` (the dotted path of the
+    offending field) and ``reason`` are the first's."""
+
+    def __init__(self, field: str, reason: str, errors: Sequence[FieldError] = ()):
+        self.errors = list(errors) or [FieldError(field, reason)]
+        self.field = self.errors[0].field
+        self.reason = self.errors[0].reason
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+    @classmethod
+    def of(cls, errors: Sequence[FieldError]) -> SpecError:
+        return cls(errors[0].field, errors[0].reason, errors)
 
 
 def _dur(v: Any) -> int:
@@ -41,6 +61,22 @@ class _Model(BaseModel):
 
 
 # -- the spec ------------------------------------------------------------------------------------
+
+
+def _aggregate(v: Any) -> Any:
+    """One aggregate's spec ``{function: argument}``, checked by its class's ``from_spec``."""
+    if not isinstance(v, dict) or len(v) != 1:
+        raise ValueError("an aggregate is {function: column}, e.g. {sum: amount}")
+    (fn, arg), = v.items()
+    make_aggregate("", fn, arg)
+    return v
+
+
+#: an aggregate's spec (errors name its output column: see ``_field_errors``)
+AggregateSpec = Annotated[Any, BeforeValidator(_aggregate)]
+
+#: the pane columns besides the key and the aggregates
+PANE_COLUMNS = ("window_start", "window_end", "timing", "pane_index", "is_last", "retraction")
 
 
 class WatermarkSpec(_Model):
@@ -113,7 +149,7 @@ class PipelineSpec(_Model):
     trigger: Any = None
     accumulation: Literal["discarding", "accumulating", "retracting"] = "accumulating"
     only_updated_panes: bool = False
-    aggregates: dict[str, Any]
+    aggregates: dict[str, AggregateSpec]
 
     @field_validator("key", mode="before")
     @classmethod
@@ -144,32 +180,27 @@ class PipelineSpec(_Model):
     def _aggs(cls, v):
         if not isinstance(v, dict) or not v:
             raise ValueError("aggregates is a non-empty mapping {output_column: {function: column}}")
-        for out, f in v.items():
-            if not isinstance(f, dict) or len(f) != 1:
-                raise ValueError(f"{out}: an aggregate is {{function: column}}, e.g. {{sum: amount}}")
-            (fn, arg), = f.items()
-            try:
-                make_aggregate(out, fn, arg)
-            except ValueError as e:
-                raise ValueError(f"{out}: {e}") from None
         return v
 
     @model_validator(mode="after")
     def _cross(self):
+        """Checks across fields, every failure one ``field: reason`` line."""
+        errors = []
         w = parse_window(self.window)
-        reserved = {"window_start", "window_end", "timing", "pane_index", "is_last", "retraction"}
-        clash = (set(self.aggregates) | set(self.key)) & reserved
+        clash = (set(self.aggregates) | set(self.key)) & set(PANE_COLUMNS)
         if clash:
             where = "aggregates" if clash & set(self.aggregates) else "key"
-            raise ValueError(f"{where}: column names {sorted(clash)} are reserved for pane metadata")
+            errors.append(f"{where}: column names {sorted(clash)} are reserved for pane metadata")
         if set(self.aggregates) & set(self.key):
-            raise ValueError(f"aggregates: outputs {sorted(set(self.aggregates) & set(self.key))} clash with key columns")
+            errors.append(f"aggregates: outputs {sorted(set(self.aggregates) & set(self.key))} clash with key columns")
         if isinstance(w, Sessions) and w.gap_column and w.gap_column in self.key:
-            raise ValueError("window.session.gap_column: cannot be a key column")
+            errors.append("window.session.gap_column: cannot be a key column")
+        if errors:
+            raise ValueError("\n".join(errors))
         return self
 
     def to_pipeline(self) -> Pipeline:
-        aggs = tuple(make_aggregate(out, *next(iter(f.items()))) for out, f in self.aggregates.items())
+        aggs = tuple(self.aggregate(out) for out in self.aggregates)
         return Pipeline(
             window=parse_window(self.window),
             aggregates=aggs,
@@ -182,6 +213,10 @@ class PipelineSpec(_Model):
             accumulation=self.accumulation,
             only_updated_panes=self.only_updated_panes,
         )
+
+    def aggregate(self, output: str) -> Aggregate:
+        (fn, arg), = self.aggregates[output].items()
+        return make_aggregate(output, fn, arg)
 
 
 class RunSpec(PipelineSpec):
@@ -200,20 +235,15 @@ class RunSpec(PipelineSpec):
     def _t(cls, v):
         return None if v is None else _dur(v)
 
-    @model_validator(mode="after")
-    def _plan_fits(self):
-        if self.mode == "stream" and self.spark.plan == "native":
-            from .spark.native import stream_unsupported
-
-            why = stream_unsupported(self.to_pipeline())
-            if why:
-                raise ValueError(f"spark.plan: 'native' cannot run this pipeline: {why} (use auto or stateful)")
-        return self
-
 
 def _format_error(e: ValidationError) -> SpecError:
-    err = e.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
+    return SpecError.of([f for err in e.errors() for f in _field_errors(err)])
+
+
+def _field_errors(err: Any) -> list[FieldError]:
+    """A pydantic error as field errors: a check across fields (no location) gives one per
+    ``field: reason`` line; an aggregate's names its output column in the reason."""
+    loc = [str(p) for p in err["loc"]]
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
@@ -221,13 +251,15 @@ def _format_error(e: ValidationError) -> SpecError:
         msg = "unknown field"
     if err["type"] == "missing":
         msg = "required field is missing"
-    if not loc:  # a check across fields names its field as "field: reason"
-        import re
-
-        m = re.match(r"^([A-Za-z_][\w.\[\]]*): (.*)$", msg, re.S)
-        if m:
-            loc, msg = m.group(1), m.group(2)
-    return SpecError(loc, msg)
+    if len(loc) == 2 and loc[0] == "aggregates":
+        return [FieldError("aggregates", f"{loc[1]}: {msg}")]
+    if loc:
+        return [FieldError(".".join(loc), msg)]
+    out = []
+    for line in msg.split("\n"):
+        m = re.match(r"^([A-Za-z_][\w.\[\]]*): (.*)$", line, re.S)
+        out.append(FieldError(m.group(1), m.group(2)) if m else FieldError("", line))
+    return out
 
 
 def load_document(path: str | Path) -> dict:
