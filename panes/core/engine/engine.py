@@ -169,8 +169,7 @@ class Engine:
             wins = state.keys[key]
             for w in list(wins):
                 ws = wins[w]
-                expiry = self.ops.expiry(ws.end)
-                if wm >= expiry:
+                if self.ops.is_expired(ws.end, wm):
                     if not ws.closed:
                         emitted.extend(self.firing.emit(state, key, ws, Ctx(wm, pt, ws.end), final=True))
                     del wins[w]
@@ -183,7 +182,7 @@ class Engine:
                     d = self.machine.next_processing_deadline(ws.trig)
                     if d is not None and (wake_clock is None or d < wake_clock):
                         wake_clock = d
-                wake_event = min(wake_event, self._due(ws, wm, expiry))
+                wake_event = min(wake_event, self._due(ws, wm))
             if not wins:
                 del state.keys[key]
         state.wake_event, state.wake_clock = wake_event, wake_clock
@@ -191,11 +190,10 @@ class Engine:
         state.metrics["windows_open"] = sum(len(v) for v in state.keys.values())
         return StepResult(panes=ordered(emitted))
 
-    @staticmethod
-    def _due(ws: WindowState, wm: int, expiry: int) -> int:
-        """The watermark at which something can next happen to an open window: its end (the
-        on-time firing) or its expiry."""
-        return ws.end if (wm < ws.end and not ws.closed and ws.end < MAX_TIME) else expiry
+    def _due(self, ws: WindowState, wm: int) -> int:
+        """The watermark at which something can next happen to a window: its end (the on-time
+        firing) or its expiry."""
+        return ws.end if (wm < ws.end and not ws.closed and ws.end < MAX_TIME) else self.ops.expiry(ws.end)
 
     def next_event_deadline(self, state: EngineState) -> int | None:
         """The smallest watermark at which something can happen (a window end or expiry)."""
@@ -203,7 +201,7 @@ class Engine:
         wm = state.watermark
         for wins in state.keys.values():
             for ws in wins.values():
-                d = self._due(ws, wm, self.ops.expiry(ws.end))
+                d = self._due(ws, wm)
                 if best is None or d < best:
                     best = d
         return best

@@ -40,7 +40,7 @@ class FixedWindowsIngest:
             if wins is None:
                 wins = state.keys[key] = {}
             ws = wins.get(w)
-            if wm >= ops.expiry(w[1]) or (ws is not None and ws.closed):
+            if ops.is_expired(w[1], wm) or (ws is not None and ws.closed):
                 for i in row[b:e].tolist():
                     out.miss(i, w)
                 continue

@@ -41,7 +41,7 @@ class MergingWindowsIngest:
         # late proto-sessions: expired already
         alive = []
         for i in grp.tolist():
-            if wm >= ops.expiry(int(ends[i])):
+            if ops.is_expired(int(ends[i]), wm):
                 out.miss(i, (int(ts[i]), int(ends[i])))
             else:
                 alive.append(i)

@@ -93,7 +93,7 @@ class RecordDefinedIngest:
             hi = int(np.searchsorted(new_ts, w[1], "left"))
             if lo == hi:
                 continue
-            if ws.closed or wm >= ops.expiry(w[1]):
+            if ws.closed or ops.is_expired(w[1], wm):
                 for i in grp[lo:hi].tolist():
                     out.miss(i, w)
                 continue
@@ -108,7 +108,7 @@ class RecordDefinedIngest:
             sl = recs.range(w[0], w[1])
             if sl.start == sl.stop:
                 continue
-            if wm >= ops.expiry(w[1]):
+            if ops.is_expired(w[1], wm):
                 # a window that is already closed: the new records in it missed it
                 lo = int(np.searchsorted(new_ts, w[0], "left"))
                 hi = int(np.searchsorted(new_ts, w[1], "left"))

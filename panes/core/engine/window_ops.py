@@ -23,6 +23,10 @@ class WindowOps:
         """The watermark at which a window ending at ``end`` expires."""
         return rules.expiry(end, self.lateness)
 
+    def is_expired(self, end: int, watermark: int) -> bool:
+        """Whether the watermark reached the window's expiry: its state goes, a record for it is late."""
+        return rules.is_expired(end, self.lateness, watermark)
+
     def new_window(self, w: Window, watermark: int) -> WindowState:
         """A window that comes into being at this watermark (LATE panes if its end passed)."""
         return WindowState(w[0], w[1], [a.create() for a in self.aggs], self.machine.new_state(),
