@@ -18,27 +18,47 @@ The spec mapping, a YAML/JSON file and ``panes.core.Pipeline`` objects are inter
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-from .core.aggregates import CombineFn
+from .core.aggregates import (Aggregate, AggregateFn, Avg, CollectList, CombineFn, Count, CountDistinct, First, Last,
+                              Max, Median, Min, Percentile, Sum, TopK, UserCombine)
 from .core.pipeline import Pipeline, WatermarkStrategy
+from .core.triggers import (BEAM_DEFAULT, AfterAll, AfterAny, AfterCount, AfterEach, AfterProcessingTime,
+                            AfterWatermark, Never, OrFinally, Repeatedly, Trigger)
+from .core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling, WindowFn
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from .spark.planner import WindowedResult
 
 __version__ = "0.1.0"
-__all__ = ["window", "pipeline", "Pipeline", "WatermarkStrategy", "CombineFn", "__version__"]
+__all__ = [
+    "window", "pipeline", "Pipeline", "WatermarkStrategy", "__version__",
+    # windows
+    "WindowFn", "Tumbling", "Hopping", "Sessions", "Sliding", "GlobalWindows",
+    # triggers
+    "Trigger", "Never", "AfterWatermark", "AfterCount", "AfterProcessingTime", "Repeatedly", "AfterAny", "AfterAll",
+    "AfterEach", "OrFinally", "BEAM_DEFAULT",
+    # aggregates
+    "Aggregate", "AggregateFn", "Count", "Sum", "Min", "Max", "Avg", "Median", "Percentile", "First", "Last",
+    "CollectList", "CountDistinct", "TopK", "UserCombine", "CombineFn",
+]
 
 
-def pipeline(spec: "dict | str | Pipeline") -> Pipeline:
+def pipeline(spec: dict | str | Path | Pipeline) -> Pipeline:
     """A core Pipeline from a spec mapping, a YAML/JSON file path, or a Pipeline."""
     if isinstance(spec, Pipeline):
         return spec
-    from .spec import load_document, parse_pipeline_spec
+    from .spec import RUN_FIELDS, load_document, parse_pipeline_spec
 
-    doc = load_document(spec) if isinstance(spec, str) else dict(spec)
-    run_fields = ("source", "sink", "dead_letter", "checkpoint", "spark", "mode", "timeout")
-    return parse_pipeline_spec({k: v for k, v in doc.items() if k not in run_fields}).to_pipeline()
+    doc = load_document(spec) if isinstance(spec, (str, Path)) else dict(spec)
+    return parse_pipeline_spec({k: v for k, v in doc.items() if k not in RUN_FIELDS}).to_pipeline()
 
 
-def window(df: Any, spec: "dict | str | Pipeline", *, buckets: int = 8, plan: str = "auto"):
+def window(df: DataFrame, spec: dict | str | Path | Pipeline, *, buckets: int = 8,
+           plan: Literal["auto", "native", "stateful"] = "auto") -> WindowedResult:
     """Window a Spark DataFrame. Bounded input gives the final answer the stream converges to (one
     pane per window). Streaming input: ``result.write_stream(on_panes, on_dead_letters,
     checkpoint)`` runs it; ``plan`` picks native Spark (``auto`` when the pipeline allows it) or

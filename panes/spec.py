@@ -236,6 +236,10 @@ class RunSpec(PipelineSpec):
         return None if v is None else _dur(v)
 
 
+#: the fields of a run spec that are not its pipeline's
+RUN_FIELDS = tuple(f for f in RunSpec.model_fields if f not in PipelineSpec.model_fields)
+
+
 def _format_error(e: ValidationError) -> SpecError:
     return SpecError.of([f for err in e.errors() for f in _field_errors(err)])
 
