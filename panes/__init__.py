@@ -21,11 +21,38 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .core.aggregates import (Aggregate, AggregateFn, Avg, CollectList, CombineFn, Count, CountDistinct, First, Last,
-                              Max, Median, Min, Percentile, Sum, TopK, UserCombine)
+from .core.aggregates import (
+    Aggregate,
+    AggregateFn,
+    Avg,
+    CollectList,
+    CombineFn,
+    Count,
+    CountDistinct,
+    First,
+    Last,
+    Max,
+    Median,
+    Min,
+    Percentile,
+    Sum,
+    TopK,
+    UserCombine,
+)
 from .core.pipeline import Pipeline, WatermarkStrategy
-from .core.triggers import (BEAM_DEFAULT, AfterAll, AfterAny, AfterCount, AfterEach, AfterProcessingTime,
-                            AfterWatermark, Never, OrFinally, Repeatedly, Trigger)
+from .core.triggers import (
+    BEAM_DEFAULT,
+    AfterAll,
+    AfterAny,
+    AfterCount,
+    AfterEach,
+    AfterProcessingTime,
+    AfterWatermark,
+    Never,
+    OrFinally,
+    Repeatedly,
+    Trigger,
+)
 from .core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling, WindowFn
 
 if TYPE_CHECKING:

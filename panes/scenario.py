@@ -22,6 +22,7 @@ from .core.rules import ingestion_stamp
 from .core.time import parse_instant
 from .spec import FieldError, SpecError, load_document, parse_pipeline_spec
 
+DOCUMENT_KEYS = {"pipeline", "timeline", "name", "description"}
 STEP_KEYS = {"add", "watermark", "processing_time", "end"}
 
 
@@ -41,7 +42,7 @@ def load_scenario(source: str | Path | dict) -> Scenario:
     timeline = doc.get("timeline")
     if not isinstance(timeline, list):
         errors.append(FieldError("timeline", "required: a list of steps"))
-    errors += [FieldError(f, "unknown field") for f in sorted(set(doc) - {"pipeline", "timeline", "name", "description"})]
+    errors += [FieldError(f, "unknown field") for f in sorted(set(doc) - DOCUMENT_KEYS)]
     spec = None
     if "pipeline" in doc:
         try:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from . import rules
 from .engine import TS, DeadLetter
 from .pipeline import Pipeline
-from . import rules
 from .rules import Reason
 from .time import parse_duration, parse_instant
 from .windows import Sessions

@@ -78,8 +78,9 @@ def imported_modules(path: Path, tree: ast.AST) -> list[str]:
 
 
 def long_functions(tree: ast.AST) -> list[tuple[str, int]]:
-    return [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    sizes = [(n.name, n.end_lineno - n.lineno + 1) for n in functions]
+    return [(name, lines) for name, lines in sizes if lines > MAX_FUNCTION_LINES]
 
 
 def private_names_across_modules(path: Path, tree: ast.AST) -> list[str]:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from panes.core import rules
-from panes.core.pipeline import Pipeline, WatermarkStrategy
 from panes.core.aggregates import Aggregate, Sum
+from panes.core.pipeline import Pipeline, WatermarkStrategy
 from panes.core.records import parse_records
 from panes.core.rules import ARRAY, SCALAR, VALIDATION_ORDER, Reason, Timing
 from panes.core.time import END_OF_INPUT, MAX_TIME, MIN_TIME

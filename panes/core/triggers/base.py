@@ -31,12 +31,6 @@ class TriggerState:
         self.finished = [False] * n
         self.data: list = [None] * n
 
-    def copy(self) -> TriggerState:
-        s = TriggerState(0)
-        s.finished = list(self.finished)
-        s.data = list(self.data)
-        return s
-
     def __getstate__(self):
         return (self.finished, self.data)
 
