@@ -86,7 +86,7 @@ def run(spec: str, master: str | None, mode: str | None, quiet: bool) -> None:
     try:
         s = load_run_spec(spec)
         if mode:
-            s.mode = mode
+            s.mode = "batch" if mode == "batch" else "stream"
         check_plan(s)
     except SpecError as e:
         _fail(e)

@@ -101,7 +101,7 @@ def check_record(pipeline: Pipeline, rec: dict, ingestion_time: int, gap_col: st
                 checks.append((Reason.INVALID_EVENT_TIME, False, str(e)))
     missing = [k for k in pipeline.key if rec.get(k) is None]
     checks.append((Reason.MISSING_KEY, not missing, f"no value for key column(s) {missing}"))
-    numeric = {a.fn.column for a in pipeline.aggregates if a.fn.numeric}
+    numeric = {a.fn.column for a in pipeline.aggregates if a.fn.numeric and a.fn.column is not None}
     bad = [c for c in numeric if rec.get(c) is not None
            and (isinstance(rec[c], bool) or not isinstance(rec[c], numbers.Real))]
     checks.append((Reason.INVALID_VALUE, not bad, f"not a number: {sorted(bad)}"))

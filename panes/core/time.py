@@ -102,7 +102,7 @@ def parse_instant(value: object) -> int:
             value = value.replace(tzinfo=_dt.timezone.utc)
         return _datetime_ms(value)
     if hasattr(value, "value") and type(value).__name__ == "Timestamp":  # pandas.Timestamp
-        return parse_instant(value.to_pydatetime())
+        return parse_instant(getattr(value, "to_pydatetime")())
     if not isinstance(value, str):
         raise ValueError(f"not a timestamp: {value!r}")
     text = value.strip()

@@ -67,7 +67,9 @@ class AggregateFn:
     def create(self) -> Any:
         raise NotImplementedError
 
-    def add_group(self, acc: Any, values: np.ndarray | None, ts: np.ndarray, seq: np.ndarray) -> Any:
+    def add_group(self, acc: Any, values: Any, ts: np.ndarray, seq: np.ndarray) -> Any:
+        """Add a group of rows: ``values`` (a numpy array; None for an aggregate that reads no column),
+        their event times and arrival order."""
         raise NotImplementedError
 
     def merge(self, a: Any, b: Any) -> Any:
@@ -76,7 +78,7 @@ class AggregateFn:
     def extract(self, acc: Any) -> Any:
         raise NotImplementedError
 
-    def partials(self, values: np.ndarray | None, begins: np.ndarray, n_rows: int) -> list | None:
+    def partials(self, values: Any, begins: np.ndarray, n_rows: int) -> list | None:
         """Accumulators of many groups at once, for rows already sorted by group (group g is
         rows[begins[g]:begins[g+1]]), or None when the function has no vectorised form."""
         return None

@@ -51,27 +51,27 @@ class UserCombine(AggregateFn):
             raise ValueError("combine needs fn: 'module:ClassName'")
         return cls(column, options["fn"])
 
-    def create(self):
+    def create(self) -> Any:
         return self.fn.create_accumulator()
 
-    def add_group(self, acc, values, ts, seq):
+    def add_group(self, acc: Any, values: Any, ts: np.ndarray, seq: np.ndarray) -> Any:
         if values is None:
             values = np.array([None] * len(ts), dtype=object)
         return self.fn.add_inputs(acc, values)
 
-    def merge(self, a, b):
+    def merge(self, a: Any, b: Any) -> Any:
         return self.fn.merge_accumulators([a, b])
 
-    def extract(self, acc):
+    def extract(self, acc: Any) -> Any:
         return self.fn.extract_output(acc)
 
-    def describe(self):
+    def describe(self) -> dict:
         return {"combine": {"fn": self.fn_ref, "column": self.column}}
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, UserCombine) and (self.fn_ref, self.column) == (other.fn_ref, other.column)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("combine", self.fn_ref, self.column))
 
 
@@ -91,10 +91,10 @@ def load_combine_fn(ref: str) -> CombineFn:
         if not hasattr(obj, part):
             raise ValueError(f"module {mod!r} has no {attr!r} (combine function {ref!r})")
         obj = getattr(obj, part)
-    fn = obj() if isinstance(obj, type) or callable(obj) and not hasattr(obj, "create_accumulator") else obj
+    fn: Any = obj() if isinstance(obj, type) or callable(obj) and not hasattr(obj, "create_accumulator") else obj
     for method in ("create_accumulator", "add_input", "merge_accumulators", "extract_output"):
         if not hasattr(fn, method):
             raise ValueError(f"combine function {ref!r} has no {method}() method")
     if not hasattr(fn, "add_inputs"):
-        fn.add_inputs = lambda acc, values: CombineFn.add_inputs(fn, acc, values)  # type: ignore[attr-defined]
+        fn.add_inputs = lambda acc, values: CombineFn.add_inputs(fn, acc, values)
     return fn

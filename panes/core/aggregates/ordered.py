@@ -15,14 +15,14 @@ class First(AggregateFn):
 
     name = "first"
 
-    def create(self):
+    def create(self) -> Any:
         return None
 
     def pick(self, ts: np.ndarray, seq: np.ndarray) -> int:
         order = np.lexsort((seq, ts))
         return order[0]
 
-    def add_group(self, acc, values, ts, seq):
+    def add_group(self, acc: Any, values: Any, ts: np.ndarray, seq: np.ndarray) -> Any:
         mask = non_null(values)
         if not mask.any():
             return acc
@@ -31,14 +31,14 @@ class First(AggregateFn):
         cand = (int(t[i]), int(s[i]), plain(v[i]))
         return cand if acc is None else self.merge(acc, cand)
 
-    def merge(self, a, b):
+    def merge(self, a: Any, b: Any) -> Any:
         if a is None:
             return b
         if b is None:
             return a
         return a if (a[0], a[1]) <= (b[0], b[1]) else b
 
-    def extract(self, acc):
+    def extract(self, acc: Any) -> Any:
         return None if acc is None else acc[2]
 
 
@@ -51,7 +51,7 @@ class Last(First):
         order = np.lexsort((seq, ts))
         return order[-1]
 
-    def merge(self, a, b):
+    def merge(self, a: Any, b: Any) -> Any:
         if a is None:
             return b
         if b is None:
@@ -64,17 +64,17 @@ class CollectList(AggregateFn):
 
     name = "collect_list"
 
-    def create(self):
+    def create(self) -> Any:
         return []
 
-    def add_group(self, acc, values, ts, seq):
+    def add_group(self, acc: Any, values: Any, ts: np.ndarray, seq: np.ndarray) -> Any:
         mask = non_null(values)
         return acc + [(int(t), int(s), plain(v)) for t, s, v in zip(ts[mask], seq[mask], values[mask])]
 
-    def merge(self, a, b):
+    def merge(self, a: Any, b: Any) -> Any:
         return a + b
 
-    def extract(self, acc):
+    def extract(self, acc: Any) -> Any:
         return [v for _, _, v in sorted(acc, key=lambda e: (e[0], e[1]))]
 
 
@@ -97,21 +97,21 @@ class TopK(AggregateFn):
             return cls(column, int(options.get("k", 3)))
         return cls(column_argument(function, argument))
 
-    def create(self):
+    def create(self) -> Any:
         return []
 
-    def add_group(self, acc, values, ts, seq):
+    def add_group(self, acc: Any, values: Any, ts: np.ndarray, seq: np.ndarray) -> Any:
         vals = values[non_null(values)]
         return self.merge(acc, [plain(v) for v in vals])
 
-    def merge(self, a, b):
+    def merge(self, a: Any, b: Any) -> Any:
         return sorted(a + b, reverse=True)[: self.k]
 
-    def extract(self, acc):
+    def extract(self, acc: Any) -> Any:
         return list(acc)
 
-    def describe(self):
+    def describe(self) -> dict:
         return {"top_k": {"column": self.column, "k": self.k}}
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("top_k", self.column, self.k))

@@ -30,25 +30,25 @@ class Percentile(AggregateFn):
             raise ValueError("percentile needs p (e.g. {column: latency, p: 0.95})")
         return cls(column, float(options["p"]))
 
-    def create(self):
+    def create(self) -> Any:
         return []
 
-    def add_group(self, acc, values, ts, seq):
+    def add_group(self, acc: Any, values: Any, ts: np.ndarray, seq: np.ndarray) -> Any:
         vals = values[non_null(values)]
         return acc + [plain(v) for v in vals]
 
-    def merge(self, a, b):
+    def merge(self, a: Any, b: Any) -> Any:
         return a + b
 
-    def extract(self, acc):
+    def extract(self, acc: Any) -> Any:
         if not acc:
             return None
         return float(np.percentile(np.asarray(acc, dtype=float), self.p * 100.0, method="linear"))
 
-    def describe(self):
+    def describe(self) -> dict:
         return {"percentile": {"column": self.column, "p": self.p}}
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("percentile", self.column, self.p))
 
 
@@ -62,5 +62,5 @@ class Median(Percentile):
     def from_spec(cls, function: str, argument: Any) -> AggregateFn:
         return single_column_from_spec(cls, function, argument)
 
-    def describe(self):
+    def describe(self) -> dict:
         return {"median": self.column}

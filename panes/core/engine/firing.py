@@ -10,7 +10,7 @@ watermark had already passed its end.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from .. import rules
 from ..pipeline import Pipeline
@@ -99,7 +99,7 @@ class Firing:
         out = [Pane(key, s, rend(e), tm, idx, False, True, vals) for (s, e, vals, idx, tm) in ws.pending_retractions]
         ws.pending_retractions = []
         if ws.last_values is not None:
-            out.append(Pane(key, ws.start, rend(ws.end), ws.last_timing, ws.next_index - 1, False, True,
+            out.append(Pane(key, ws.start, rend(ws.end), cast(str, ws.last_timing), ws.next_index - 1, False, True,
                             ws.last_values))
         state.metrics["retractions"] += len(out)
         return out

@@ -3,6 +3,8 @@ time alone, so a batch is assigned with numpy and added a whole (key, window) gr
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..windows import WindowFn
@@ -29,7 +31,7 @@ class FixedWindowsIngest:
         stops = np.concatenate((bounds, [len(row)]))
         # accumulators of every (key, window) group of the batch at once where the functions
         # allow it (count, sum, min, max, avg), else one call per group
-        sorted_vals = {c: v[row] for c, v in rows.values.items()}
+        sorted_vals: dict[Any, np.ndarray] = {c: v[row] for c, v in rows.values.items()}
         partials = [a.partials(sorted_vals.get(a.column), begins, len(row)) for a in self.ops.aggs]
         group_starts, group_ends, group_keys = starts[begins].tolist(), ends[begins].tolist(), kc[begins].tolist()
         wm, ops = rows.watermark, self.ops

@@ -36,7 +36,8 @@ class WindowOps:
             processing_time: int, partials: list | None = None, group: int = 0) -> None:
         """Add rows (indices into ``ts``, ``seq`` and ``values``) to a window: its accumulators,
         from ``partials[j][group]`` where aggregate j has them, and its trigger."""
-        t = s = None
+        t: Any = None
+        s: Any = None
         for j, a in enumerate(self.aggs):
             if partials is not None and partials[j] is not None:
                 ws.acc[j] = a.merge(ws.acc[j], partials[j][group])
