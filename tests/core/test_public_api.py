@@ -1,5 +1,5 @@
-"""The public API: ``import panes`` gives the window, trigger and aggregate classes (every one the
-spec registries know), CombineFn, Pipeline, WatermarkStrategy, ``window()`` and ``pipeline()``,
+"""The public API: ``import panes`` gives the built-in window, trigger and aggregate classes (each the
+one its spec name maps to), CombineFn, Pipeline, WatermarkStrategy, ``window()`` and ``pipeline()``,
 with type hints; a pipeline built from the classes equals the one parsed from its spec."""
 
 from __future__ import annotations
