@@ -1,4 +1,4 @@
-"""Replay Apache Beam's trigger transcripts (``trigger_transcripts.yaml``) against the core engine.
+"""Replay Apache Beam's trigger transcripts (``beam_trigger_transcripts.yaml`` here) against the core engine.
 
 One transcript unit is one second. Elements' values are their timestamps. Each ``expect`` is matched
 one-to-one against the panes emitted since the previous one, on the fields it lists; leftovers
@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .core import triggers as T
-from .core.aggregates import Aggregate, CollectList
-from .core.engine import TS, Engine
-from .core.pipeline import Pipeline, WatermarkStrategy
-from .core.windows import GlobalWindows, Hopping, Sessions, Tumbling
+from panes.core import triggers as T
+from panes.core.aggregates import Aggregate, CollectList
+from panes.core.engine import TS, Engine
+from panes.core.pipeline import Pipeline, WatermarkStrategy
+from panes.core.windows import GlobalWindows, Hopping, Sessions, Tumbling
 
 UNIT = 1000
 NOT_COMPARED = ("timestamp",)
