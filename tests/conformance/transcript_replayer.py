@@ -143,11 +143,20 @@ def run_transcript(doc: dict) -> int:
                 nonspec[w] = ns + 1
             start = p.window_start // UNIT if p.window_start > -(2**61) else None
             end = (p.window_end - 1) // UNIT if p.window_end < 2**61 else None
-            pending.append(Emitted([start, end], sorted(p.values[0]), p.pane_index, ns,
-                                   p.timing == "EARLY", p.timing == "LATE", p.is_last))
+            pending.append(
+                Emitted(
+                    [start, end],
+                    sorted(p.values[0]),
+                    p.pane_index,
+                    ns,
+                    p.timing == "EARLY",
+                    p.timing == "LATE",
+                    p.is_last,
+                )
+            )
 
     for action in doc["transcript"]:
-        (kind, arg), = action.items()
+        ((kind, arg),) = action.items()
         if kind == "input":
             ts = np.array([int(x) * UNIT for x in arg], dtype=np.int64)
             batch = pd.DataFrame({TS: ts, "v": np.array([int(x) for x in arg], dtype=np.int64)})

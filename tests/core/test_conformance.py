@@ -59,9 +59,12 @@ def test_negative_transcript_fails_with_the_expected_error(doc):
 
 # -- bundling and order do not matter (Beam's TestStream variants) --------------------------------
 
+
 def _is_default_accumulating(doc) -> bool:
-    return (doc.get("trigger_fn", "Default") in ("Default", "Default()")
-            and str(doc.get("accumulation_mode", "accumulating")).lower() == "accumulating")
+    return (
+        doc.get("trigger_fn", "Default") in ("Default", "Default()")
+        and str(doc.get("accumulation_mode", "accumulating")).lower() == "accumulating"
+    )
 
 
 def _rebundle(doc, how):
@@ -79,7 +82,7 @@ def _rebundle(doc, how):
         elif how == "one_per_bundle_reversed":
             actions.extend({"input": [x]} for x in xs[::-1])
         elif how == "two_per_bundle":
-            actions.extend({"input": xs[i:i + 2]} for i in range(0, len(xs), 2))
+            actions.extend({"input": xs[i : i + 2]} for i in range(0, len(xs), 2))
         elif how == "shuffled":
             k = len(xs) // 2
             actions.append({"input": xs[k:] + xs[:k]})
@@ -90,14 +93,14 @@ def _rebundle(doc, how):
 DEFAULT_ACC = [(i, d) for i, d in POSITIVE if _is_default_accumulating(d)]
 
 
-@pytest.mark.parametrize("how", ["reversed", "shuffled", "one_per_bundle", "one_per_bundle_reversed",
-                                 "two_per_bundle"])
+@pytest.mark.parametrize("how", ["reversed", "shuffled", "one_per_bundle", "one_per_bundle_reversed", "two_per_bundle"])
 @pytest.mark.parametrize("doc", [d for _, d in DEFAULT_ACC], ids=_ids(DEFAULT_ACC))
 def test_default_accumulating_transcripts_do_not_depend_on_bundling(doc, how):
     run_transcript(_rebundle(doc, how))
 
 
 # -- the checker catches wrong expectations ---------------------------------------------------------
+
 
 def _corrupt_values(doc):
     out = copy.deepcopy(doc)
