@@ -40,6 +40,7 @@ the file are kept) and everything measured into benchmarks/results/sliding_detai
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import gc
 import json
@@ -57,9 +58,8 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from common import command_line, log, machine, merge_figures, other_spark_jvms, wait_idle  # noqa: E402
-
 import panes  # noqa: E402
+from common import command_line, log, machine, merge_figures, other_spark_jvms, wait_idle  # noqa: E402
 from panes.core.engine import TS, Engine  # noqa: E402
 
 SEED = 42
@@ -146,10 +146,8 @@ def hopping_window_count(ts: np.ndarray, key: np.ndarray, D: int) -> int:
 
 
 def peak_rss_reset() -> None:
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM (Linux)
-    except OSError:
-        pass
 
 
 def peak_rss_mb() -> float | None:
@@ -176,7 +174,7 @@ def run(spec_: dict, batches: list[pd.DataFrame], limit: float | None = None) ->
     gc.collect()
     peak_rss_reset()
     t0 = time.perf_counter()
-    for i, b in enumerate(batches):
+    for b in batches:
         tb = time.perf_counter()
         res = eng.step(state, b)
         batch_seconds.append(time.perf_counter() - tb)
@@ -320,7 +318,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     n = a.events or (5_000 if a.quick else 20_000)
     diffs = [int(x) for x in a.diffs.split(",")]
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     span = n * 10
     max_delay = -(-span // a.batches)  # one batch's event-time span
     log(
@@ -350,6 +348,8 @@ def main(argv=None) -> int:
     bounds = np.cumsum([len(b) for b in batches])
 
     results = []
+    s: dict | None  # a run of each side (None in a row where it failed)
+    h: dict | None
     cost_per_window = None  # seconds per hopping window, from the last hopping run (or a pilot)
     for D in diffs:
         row: dict = {"D_ms": D, "hopping_windows_formula_full": hopping_window_count(ts, key, D)}

@@ -23,6 +23,7 @@ windows stay open and the benchmarks filter them out of what they count.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -110,19 +111,18 @@ def wait_idle(max_wait: float) -> list[int]:
 
 
 def machine() -> dict:
-    info = {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
-    try:
+    info: dict[str, object] = {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    with contextlib.suppress(OSError):
         info["free_g"] = subprocess.run(["free", "-g"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        pass
-    try:
-        info["java"] = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
-    except (OSError, IndexError):
-        pass
-    try:
+    with contextlib.suppress(OSError, IndexError):
+        java = subprocess.run(["java", "-version"], capture_output=True, text=True)
+        info["java"] = java.stderr.splitlines()[0]
+    with contextlib.suppress(OSError):
         info["loadavg"] = os.getloadavg()
-    except OSError:
-        pass
     return info
 
 
@@ -270,13 +270,14 @@ class RssSampler:
     def __init__(self, interval: float = 0.2):
         self.interval = interval
         self.peak_total_kb = self.peak_jvm_kb = self.peak_python_kb = 0
-        self.start_total_kb = None
+        self.start_total_kb: int | None = None
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        me, pids, listed, kinds = os.getpid(), [], 0.0, {}
+        me, pids, listed = os.getpid(), [], 0.0
+        kinds: dict[int, str | None] = {}
         while True:
             now = time.monotonic()
             if now - listed > 1.0:
@@ -301,7 +302,7 @@ class RssSampler:
             if self._stop.wait(self.interval):
                 return
 
-    def __enter__(self) -> "RssSampler":
+    def __enter__(self) -> RssSampler:
         self._thread.start()
         return self
 
@@ -502,7 +503,7 @@ def generate_nexmark(bids: int) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         bounds = np.linspace(0, events, NEXMARK_PARTS + 1).astype(np.int64)
-        total, price_sum, tmin, tmax = 0, 0, None, None
+        total, price_sum, tmin, tmax = 0, 0, 0, 0
         for i in range(NEXMARK_PARTS):
             g = _nexmark_part(int(bounds[i]), int(bounds[i + 1]), i)
             table = pa.table(
@@ -517,7 +518,7 @@ def generate_nexmark(bids: int) -> Path:
             pq.write_table(table, tmp / f"part-{i:05d}.parquet")
             total += len(g["price"])
             price_sum += int(g["price"].sum())
-            tmin = int(g["ts_ms"][0]) if tmin is None else tmin
+            tmin = int(g["ts_ms"][0]) if i == 0 else tmin
             tmax = int(g["ts_ms"][-1])
         meta_obj = {
             "requested_bids": bids,
@@ -544,7 +545,7 @@ def sentinel_ms(path: Path) -> int:
     return (meta_of(path)["ts_max_ms"] // DAY_MS + 2) * DAY_MS
 
 
-def _write_sentinel(path: Path, row: dict, like: Path) -> None:
+def write_sentinel(path: Path, row: dict, like: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -575,7 +576,7 @@ def stream_input(path: Path, sentinel: dict | None, warmup: bool = False) -> Pat
             except OSError:
                 shutil.copy2(p, out / p.name)
         if sentinel is not None:
-            _write_sentinel(out / SENTINEL_FILE, sentinel, parts[0])
+            write_sentinel(out / SENTINEL_FILE, sentinel, parts[0])
         marker.write_text(made_from)
     set_mtimes(out)
     return out

@@ -47,6 +47,7 @@ series of ``state_bounded*`` to results/state_bounded.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import fnmatch
 import json
@@ -58,20 +59,25 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import (
+from common import (  # noqa: E402
     DAY_MS,
     RESULTS,
     ROOT,
     SENTINEL_FILE,
     RssSampler,
     command_line,
-    events_schema,  # noqa: E402
+    events_schema,
     generate,
     generate_nexmark,
     log,
@@ -87,6 +93,7 @@ from common import (
     stream_input,
     wait_idle,
     write_json,
+    write_sentinel,
 )
 
 SIZES = {
@@ -130,7 +137,7 @@ UNTIMED = 0.001
 class DataSet:
     id: str
     path: Path
-    schema: object  # a function giving the Spark schema
+    schema: Callable[[], StructType]  # a function giving the Spark schema
     time_column: str
     records: int
     sentinel: dict  # the sentinel record of the streaming input
@@ -281,10 +288,8 @@ def native_state(ckpt: str) -> dict | None:
             if f.is_file():
                 size += f.stat().st_size
                 if f.suffix == ".parquet":
-                    try:
+                    with contextlib.suppress(Exception):  # a file being replaced
                         rows += pq.ParquetFile(f).metadata.num_rows
-                    except Exception:  # a file being replaced
-                        pass
     return {"version": int(newest.name[1:]), "tables": len(tables), "state_dir_bytes": size, "state_dir_rows": rows}
 
 
@@ -455,14 +460,12 @@ def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float
                 "events_per_s": records / seconds if done_at is not None else 0.0,
             }
         r.update(rss.result())
-        if not warmup and done_at is not None:
+        if not warmup and done_at is not None and last_batch_ts is not None:
             # close every window: a sentinel record after the end of the last data window
             window_end = (math.floor(last_batch_ts / size_s) + 1) * size_s
             time.sleep(max(0.0, window_end + 0.3 - time.time()))
-            from common import _write_sentinel
-
             tmp = work / SENTINEL_FILE
-            _write_sentinel(
+            write_sentinel(
                 tmp, dict(ds.sentinel, dateTime=int(time.time() * 1000)), sorted(src_dir.glob("part-*.parquet"))[0]
             )
             os.utime(tmp, (2_000_000_000, 2_000_000_000))
@@ -586,7 +589,7 @@ class Runner:
             # the timed runs from the second, warmer one. Every side runs its query k times.)
             for _ in range((2 if batch_loops else 1) + (1 if cold else 0)):
                 warm_s = []
-                for kind, side, b in sides:
+                for _kind, side, b in sides:
                     try:
                         warm_s.append(self.one(b, ds, side, warmup=True, loops=loops)["seconds"])
                     except Exception:
@@ -644,7 +647,8 @@ class Runner:
                     extra += " -- shared the CPU with another Spark JVM"
                 log(
                     f"  run {rep + 1}/{self.a.repeat} {'plain ' + side if kind == 'plain' else b.name}: "
-                    f"{r['seconds']:.2f} s, {r['events_per_s']:,.0f} events/s, peak RSS {r['peak_rss_mb']:,.0f} MB{extra}"
+                    f"{r['seconds']:.2f} s, {r['events_per_s']:,.0f} events/s, "
+                    f"peak RSS {r['peak_rss_mb']:,.0f} MB{extra}"
                 )
         return {b.name: self.report(b, ds, plains, runs) for b in benches}
 
@@ -810,7 +814,7 @@ def target_of(bench) -> float | None:
 
 def stream_check(bench, runs: dict, plains: list, ds: DataSet) -> dict:
     """Every run of every side emitted the same final rows (count and checksum)."""
-    seen = {}
+    seen: dict[str, list[tuple[int, int, int]]] = {}
     for (who, side), rs in runs.items():
         if who not in ("plain", bench.name):
             continue
@@ -1009,7 +1013,7 @@ def main(argv=None) -> int:
     for b in chosen:
         groups.setdefault(b.group, []).append(b)
 
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     t_start = time.perf_counter()
     log(
         f"panes benchmark suite ({size_name}): {len(chosen)} benchmarks in {len(groups)} groups, "

@@ -46,7 +46,7 @@ def _call(expr: str):
 def _node(node):
     if isinstance(node, ast.Name):
         return (node.id, [], {})
-    if isinstance(node, ast.Call):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return (node.func.id, [_node(a) for a in node.args], {k.arg: _node(k.value) for k in node.keywords})
     if isinstance(node, ast.Constant):
         return node.value
