@@ -62,4 +62,4 @@ bench-quick: setup
 	$(PY) benchmarks/suite.py --quick
 
 clean:
-	rm -rf out .pytest_cache
+	rm -rf out .pytest_cache .mypy_cache .ruff_cache
