@@ -339,34 +339,25 @@ def benchmarks(keys_list=(1_000, 10_000, 100_000)) -> list[Bench]:
         )
         if keys == 10_000:
             early = dict(spec, trigger={"after_watermark": {"early": {"count": 1}}})
-            out.append(
-                Bench(
-                    f"{label}_stream_early_firings",
-                    "stream",
-                    data,
-                    early,
-                    ev_key,
-                    COUNT_SUM,
-                    {"window": by_window(ev_key, ev_ts, MINUTE, delay="0 seconds")},
-                    group=f"{label}_stream",
-                    final_only=True,
-                    what="early firings {count: 1}, accumulating, vs plain default trigger",
-                )
+            variants = (
+                ("early_firings", early, "accumulating"),
+                ("retracting", dict(early, accumulation="retracting"), "retracting"),
             )
-            out.append(
-                Bench(
-                    f"{label}_stream_retracting",
-                    "stream",
-                    data,
-                    dict(early, accumulation="retracting"),
-                    ev_key,
-                    COUNT_SUM,
-                    {"window": by_window(ev_key, ev_ts, MINUTE, delay="0 seconds")},
-                    group=f"{label}_stream",
-                    final_only=True,
-                    what="early firings {count: 1}, retracting, vs plain default trigger",
+            for suffix, variant, accumulation in variants:
+                out.append(
+                    Bench(
+                        f"{label}_stream_{suffix}",
+                        "stream",
+                        data,
+                        variant,
+                        ev_key,
+                        COUNT_SUM,
+                        {"window": by_window(ev_key, ev_ts, MINUTE, delay="0 seconds")},
+                        group=f"{label}_stream",
+                        final_only=True,
+                        what=f"early firings {{count: 1}}, {accumulation}, vs plain default trigger",
+                    )
                 )
-            )
         out.append(
             Bench(
                 f"{label}_batch",
