@@ -3,7 +3,7 @@ text (``SQL``, for the tests Spark's higher-order functions evaluate inside thei
 ``native.expressions.where`` writes as SQL).
 
 Each rule is written once, in ``panes.core.rules``; the native and stateful plans evaluate it
-here, and ``tests/spark/test_rules.py`` holds both forms equal to the core's evaluation.
+here, and ``tests/spark/test_spark_rules.py`` holds both forms equal to the core's evaluation.
 """
 
 from __future__ import annotations

@@ -165,3 +165,11 @@ def test_the_checks_find_violations():
     assert "panes.spark.native" in mods and "pyspark.sql" in mods and "panes.spark.planner" in mods
     assert private_names_across_modules(path, tree) == ["from panes.core.engine.state import _hidden", "rules._secret"]
     assert long_functions(tree) == [("g", MAX_FUNCTION_LINES + 1)]
+
+
+def test_test_modules_have_unique_names():
+    # pytest's default import mode keys test modules by basename: two test_x.py in different
+    # folders fail collection from a fresh clone (no __pycache__ hides it there).
+    root = Path(__file__).resolve().parents[1]
+    names = [p.name for p in root.rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
