@@ -5,12 +5,18 @@ replay after a restart, so a restarted query's output is exactly-once."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Callable
+import sys
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
 
+from .core.json_lines import dumps
+from .refs import load_callback
 from .spec import SinkSpec, SourceSpec
+
+#: how every text output (JSON, CSV, the console, stdout) writes an instant: ISO-8601 UTC, ms, Z
+TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
 
 
 def _reader(reader, src: SourceSpec):
@@ -52,18 +58,17 @@ def read_stream(spark: SparkSession, src: SourceSpec) -> DataFrame:
     raise ValueError(f"source.format: {src.format} cannot be read as a stream")
 
 
-def load_callback(ref: str) -> Callable:
-    mod, _, attr = ref.partition(":") if ":" in ref else ref.rpartition(".")
-    fn = getattr(importlib.import_module(mod), attr)
-    if not callable(fn):
-        raise ValueError(f"sink.callback: {ref} is not callable")
-    return fn
-
-
 def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, title: str = "") -> None:
-    """Write one DataFrame (a micro-batch, or a whole batch result) to a sink."""
+    """Write one DataFrame (a micro-batch, or a whole batch result) to a sink. Text outputs get
+    instants in ``TIMESTAMP_FORMAT`` and no NaN or infinity (null instead: JSON has neither)."""
     fmt = sink.format
-    if fmt == "noop":
+    if fmt in ("json", "csv", "console", "kafka", "stdout"):
+        df = for_output(df)
+    if fmt == "stdout":
+        for row in df.toLocalIterator():
+            sys.stdout.write(dumps(row.asDict(recursive=True)) + "\n")
+        sys.stdout.flush()
+    elif fmt == "noop":
         df.write.format("noop").mode("overwrite").save()
     elif fmt in ("json", "parquet", "csv"):
         path = sink.path if batch_id is None else f"{sink.path}/batch={batch_id}"
@@ -86,6 +91,41 @@ def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, titl
         raise ValueError(f"sink.format: unknown {fmt}")
 
 
+def for_output(df: DataFrame) -> DataFrame:
+    """``df`` for a text output: instants as text in ``TIMESTAMP_FORMAT`` (UTC whatever the
+    session's time zone), NaN and infinities as null, inside arrays and structs too."""
+    schema = df.schema
+    if not any(_needs(f.dataType) for f in schema.fields):
+        return df
+    return df.select(*[_plain(F.col(f"`{f.name}`"), f.dataType).alias(f.name) for f in schema.fields])
+
+
+def _needs(t: ST.DataType) -> bool:
+    if isinstance(t, (ST.TimestampType, ST.TimestampNTZType, ST.DoubleType, ST.FloatType)):
+        return True
+    if isinstance(t, ST.ArrayType):
+        return _needs(t.elementType)
+    if isinstance(t, ST.StructType):
+        return any(_needs(f.dataType) for f in t.fields)
+    return False
+
+
+def _plain(c: Column, t: ST.DataType) -> Column:
+    if not _needs(t):
+        return c
+    if isinstance(t, ST.TimestampType):
+        return F.date_format(F.to_utc_timestamp(c, F.current_timezone()), TIMESTAMP_FORMAT)
+    if isinstance(t, ST.TimestampNTZType):
+        return F.date_format(c, TIMESTAMP_FORMAT)
+    if isinstance(t, (ST.DoubleType, ST.FloatType)):
+        return F.when(~F.isnan(c) & (F.abs(c) != F.lit(float("inf"))), c)
+    if isinstance(t, ST.ArrayType):
+        return F.transform(c, lambda x: _plain(x, t.elementType))
+    assert isinstance(t, ST.StructType)
+    fields = [_plain(c[f.name], f.dataType).alias(f.name) for f in t.fields]
+    return F.when(c.isNotNull(), F.struct(*fields))
+
+
 def _print_rows(rows, columns, title: str) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -101,8 +141,6 @@ def _print_rows(rows, columns, title: str) -> None:
 def _fmt(v) -> str:
     if v is None:
         return ""
-    if hasattr(v, "isoformat"):
-        return v.isoformat()
     if isinstance(v, list):
         return ", ".join(_fmt(x) for x in v)
     if hasattr(v, "asDict"):

@@ -127,7 +127,7 @@ class SourceSpec(_Model):
 
 
 class SinkSpec(_Model):
-    format: Literal["json", "parquet", "csv", "console", "memory", "kafka", "callback", "noop"] = "console"
+    format: Literal["json", "parquet", "csv", "console", "memory", "kafka", "callback", "noop", "stdout"] = "console"
     path: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     callback: str | None = None  # 'module:function' called as f(batch_df, batch_id)
