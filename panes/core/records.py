@@ -118,6 +118,14 @@ def read_json_lines(lines) -> list:
     return out
 
 
+def is_key_value(v: object) -> bool:
+    """Whether a key column's value can be a key: a string, a number (not NaN) or a boolean
+    (None is a missing key, checked before)."""
+    if v is None or isinstance(v, (str, bool, int)):
+        return True
+    return isinstance(v, float) and v == v
+
+
 def unit_warning(pipeline: Pipeline, value: object, unit: str) -> str:
     """The one-time warning of a run whose event times look like ``unit``, not the declared one."""
     return (f"event_time: numbers such as {value!r} look like {UNIT_NAMES[unit]}, not {pipeline.time_unit_name} "
@@ -157,6 +165,8 @@ def check_record(pipeline: Pipeline, rec: dict, ingestion_time: int, gap_col: st
                 checks.append((Reason.INVALID_EVENT_TIME, False, str(e)))
     missing = [k for k in pipeline.key if rec.get(k) is None]
     checks.append((Reason.MISSING_KEY, not missing, f"no value for key column(s) {missing}"))
+    odd = [k for k in pipeline.key if not is_key_value(rec.get(k))]
+    checks.append((Reason.INVALID_VALUE, not odd, f"key column(s) {odd}: not a string, number or boolean"))
     numeric = {a.fn.column for a in pipeline.aggregates if a.fn.numeric and a.fn.column is not None}
     bad = [c for c in numeric if rec.get(c) is not None
            and (isinstance(rec[c], bool) or not isinstance(rec[c], numbers.Real))]

@@ -329,3 +329,12 @@ def test_help_and_log_level(tmp_path):
     import os
 
     assert os.environ.pop("PANES_SPARK_LOG_LEVEL") == "INFO"
+
+
+def test_a_key_that_is_no_string_number_or_boolean_is_an_invalid_value():
+    records = [{"k": {"a": 1}, "v": 1, "t": 1}, {"k": [1], "v": 1, "t": 1}, {"k": float("nan"), "v": 1, "t": 1},
+               {"k": 1.5, "v": 1, "t": 1}, {"k": True, "v": 1, "t": 1}]
+    r = replay(_scenario(records))
+    assert [(d["reason"], d["detail"]) for d in r.dead_letters] == \
+        [("invalid_value", "key column(s) ['k']: not a string, number or boolean")] * 3
+    assert sorted(p["k"] for p in r.panes) == [1.5, True]
