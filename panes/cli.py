@@ -7,6 +7,7 @@ cause and the file that holds the full traceback (``--debug`` prints it instead)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -77,9 +78,12 @@ def command(f):
     """A command with ``--debug`` and ``--log-level``, whose failures end as the module says."""
 
     @click.option("--debug", is_flag=True, help="On a failure, print the full traceback.")
-    @click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default=None,
-                  help="Log level of panes and Spark (default: WARN for panes, ERROR for Spark; "
-                       "or PANES_LOG_LEVEL).")
+    @click.option(
+        "--log-level",
+        type=click.Choice(LOG_LEVELS, case_sensitive=False),
+        default=None,
+        help="Log level of panes and Spark (default: WARN for panes, ERROR for Spark; or PANES_LOG_LEVEL).",
+    )
     @functools.wraps(f)
     def run(*args, debug: bool, log_level: str | None, **kwargs):
         _logging(log_level)
@@ -118,8 +122,9 @@ def check_plan(spec: RunSpec) -> None:
             raise SpecError("spark.plan", f"'native' cannot run this pipeline: {why} (use auto or stateful)")
 
 
-@click.group(context_settings=CONTEXT,
-             help="Event-time windowing for PySpark: windows, watermarks, triggers, late data.")
+@click.group(
+    context_settings=CONTEXT, help="Event-time windowing for PySpark: windows, watermarks, triggers, late data."
+)
 @click.version_option(package_name="panes")
 def main() -> None:
     pass
@@ -149,24 +154,26 @@ def validate(spec: str) -> None:
 @main.command(help="Replay a scenario's timeline and print every pane as a JSON line.")
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option("--engine", type=click.Choice(["core", "spark"]), default="core", show_default=True)
-@click.option("--dead-letter", "dead_letter", type=click.Path(dir_okay=False), default=None,
-              help="Write dead letters here, one JSON object per line.")
+@click.option(
+    "--dead-letter",
+    "dead_letter",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write dead letters here, one JSON object per line.",
+)
 @command
 def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
     from .replay import replay as run_replay
     from .scenario import dumps
 
-    try:  # (before anything runs: a path that cannot be written fails with no pane printed)
-        out = open(dead_letter, "w") if dead_letter else None
-    except OSError as e:
-        raise SpecError("--dead-letter", f"cannot write {dead_letter}: {e.strerror or e}") from None
-    try:
+    with contextlib.ExitStack() as files:
+        try:  # (before anything runs: a path that cannot be written fails with no pane printed)
+            out = files.enter_context(open(dead_letter, "w")) if dead_letter else None
+        except OSError as e:
+            raise SpecError("--dead-letter", f"cannot write {dead_letter}: {e.strerror or e}") from None
         result = run_replay(scenario, engine=engine)
         if out is not None:
             out.writelines(dumps(d) + "\n" for d in result.dead_letters)
-    finally:
-        if out is not None:
-            out.close()
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     for p in result.panes:
@@ -183,10 +190,13 @@ def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
 @main.command(help="Run a pipeline spec: source -> windows -> sink (stream or batch).")
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--master", default=None, help="Spark master URL (default: the spec's, else local[2]).")
-@click.option("--mode", type=click.Choice(["stream", "batch"]), default=None,
-              help="Override the spec's mode.")
-@click.option("--stdout", "to_stdout", is_flag=True,
-              help="Write the panes to stdout as JSON lines (instead of the spec's sink); progress goes to stderr.")
+@click.option("--mode", type=click.Choice(["stream", "batch"]), default=None, help="Override the spec's mode.")
+@click.option(
+    "--stdout",
+    "to_stdout",
+    is_flag=True,
+    help="Write the panes to stdout as JSON lines (instead of the spec's sink); progress goes to stderr.",
+)
 @click.option("--quiet", is_flag=True, help="No progress on the terminal.")
 @command
 def run(spec: str, master: str | None, mode: str | None, to_stdout: bool, quiet: bool) -> None:
@@ -220,8 +230,10 @@ def explain(spec: str) -> None:
     mode = doc.get("mode", "stream")
     forced = (doc.get("spark") or {}).get("plan", "auto") if isinstance(doc.get("spark"), dict) else "auto"
     if mode == "stream" and forced == "stateful":
-        click.echo("stream: transformWithStateInPandas over hash buckets of the key, driving the core "
-                   "engine (spark.plan: stateful)")
+        click.echo(
+            "stream: transformWithStateInPandas over hash buckets of the key, driving the core "
+            "engine (spark.plan: stateful)"
+        )
         return
     click.echo(explain_plan(ps.to_pipeline(), mode))
 

@@ -68,21 +68,31 @@ def check_source(src: SourceSpec) -> list[FieldError]:
     if glob.has_magic(path):
         files = [f for f in glob.glob(path) if Path(f).is_file() or _data_files(Path(f))]
         if not files and not src.schema_:
-            return [FieldError("source.path", f"nothing matches {path}, and without source.schema panes cannot "
-                                              f"know the columns (declare source.schema to start on no files)")]
+            return [
+                FieldError(
+                    "source.path",
+                    f"nothing matches {path}, and without source.schema panes cannot "
+                    f"know the columns (declare source.schema to start on no files)",
+                )
+            ]
         return []
     p = Path(path)
     if not p.exists():
         return [FieldError("source.path", f"no such file or directory: {path}")]
     if p.is_dir() and not src.schema_ and not _data_files(p):
-        return [FieldError("source.path", f"{path} holds no files, and without source.schema panes cannot know "
-                                          f"the columns (declare source.schema to start on an empty directory)")]
+        return [
+            FieldError(
+                "source.path",
+                f"{path} holds no files, and without source.schema panes cannot know "
+                f"the columns (declare source.schema to start on an empty directory)",
+            )
+        ]
     return []
 
 
 def _data_files(directory: Path) -> bool:
     """Whether a directory holds a file Spark's file source reads (not hidden, not _metadata)."""
-    for root, dirs, files in os.walk(directory):
+    for _root, dirs, files in os.walk(directory):
         dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
         if any(not f.startswith((".", "_")) for f in files):
             return True

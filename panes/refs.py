@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
 
 
 def load_callback(ref: str, field: str = "sink.callback") -> Callable:

@@ -7,8 +7,8 @@ dead letter here. The core's replay, the Spark plans' metrics and ``panes run`` 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 #: the counts as metric names (Spark's observed metrics, JSON output)
 FIELDS = ("records_in", "counted", "dead_letters", "in_no_window", "watermark_records")
@@ -45,8 +45,11 @@ class Accounting:
     def summary(self) -> str:
         """One line: ``records in 37 = 30 counted + 5 dead letters (late 1, malformed 4) + 2 in no window``."""
         reasons = ", ".join(f"{r} {n}" for r, n in sorted(self.reasons.items()) if n)
-        parts = [f"{self.counted} counted", f"{self.dead_letters} dead letters" + (f" ({reasons})" if reasons else ""),
-                 f"{self.in_no_window} in no window"]
+        parts = [
+            f"{self.counted} counted",
+            f"{self.dead_letters} dead letters" + (f" ({reasons})" if reasons else ""),
+            f"{self.in_no_window} in no window",
+        ]
         if self.watermark_records:
             parts.append(f"{self.watermark_records} watermark records")
         line = f"records in {self.records_in} = " + " + ".join(parts)
@@ -55,6 +58,11 @@ class Accounting:
         return line
 
     def as_dict(self) -> dict:
-        return {"records_in": self.records_in, "counted": self.counted, "dead_letters": self.dead_letters,
-                "in_no_window": self.in_no_window, "watermark_records": self.watermark_records,
-                "reasons": dict(sorted(self.reasons.items()))}
+        return {
+            "records_in": self.records_in,
+            "counted": self.counted,
+            "dead_letters": self.dead_letters,
+            "in_no_window": self.in_no_window,
+            "watermark_records": self.watermark_records,
+            "reasons": dict(sorted(self.reasons.items())),
+        }

@@ -27,8 +27,27 @@ def _event_time(r: random.Random, at: float):
         ms = _event_time_ms(r, at) - BASE_MS
         h, m, sec = 9 + ms // 3_600_000, ms // 60_000 % 60, ms // 1000 % 60
         return f"2021-08-07T{h:02d}:{m:02d}:{sec:02d}.{ms % 1000:03d}Z"
-    return r.choice([None, 10**20, -10**20, 1e18, -1, 0, float("nan"), 1.5e12, "yesterday", "", True,
-                     "9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", [1], {"t": 1}, "1628327063000", -1e300])
+    return r.choice(
+        [
+            None,
+            10**20,
+            -(10**20),
+            1e18,
+            -1,
+            0,
+            float("nan"),
+            1.5e12,
+            "yesterday",
+            "",
+            True,
+            "9999-12-31T23:59:59Z",
+            "0001-01-01T00:00:00Z",
+            [1],
+            {"t": 1},
+            "1628327063000",
+            -1e300,
+        ]
+    )
 
 
 def _key(r: random.Random):
@@ -44,8 +63,25 @@ def _value(r: random.Random):
         return r.randrange(-1000, 1000)
     if roll < 0.75:
         return r.uniform(-1e6, 1e6)
-    return r.choice([None, 1e308, -1e308, float("nan"), float("inf"), "four", "", True, False, [1, 2],
-                     {"v": 1}, 10**30, -(10**19), 2**63 - 1, "12"])
+    return r.choice(
+        [
+            None,
+            1e308,
+            -1e308,
+            float("nan"),
+            float("inf"),
+            "four",
+            "",
+            True,
+            False,
+            [1, 2],
+            {"v": 1},
+            10**30,
+            -(10**19),
+            2**63 - 1,
+            "12",
+        ]
+    )
 
 
 def record(r: random.Random, at: float) -> dict:
@@ -73,7 +109,7 @@ def line(r: random.Random, at: float) -> str:
     # duplicate fields: the last one counts in both engines' JSON readers
     first = json.dumps(_key(r))
     last = json.dumps(r.choice(KEYS))
-    return '{"k": %s, "t": %d, "v": %d, "k": %s}' % (first, _event_time_ms(r, at), r.randrange(100), last)
+    return f'{{"k": {first}, "t": {_event_time_ms(r, at)}, "v": {r.randrange(100)}, "k": {last}}}'
 
 
 def lines(n: int, seed: int) -> list[str]:

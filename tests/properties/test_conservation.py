@@ -20,15 +20,22 @@ STEPS = 8
 PIPELINES = {
     "tumbling": {"window": {"tumbling": {"size": "10 minutes"}}, "watermark": {"max_delay": "20 minutes"}},
     "hopping_gaps": {"window": {"hopping": {"size": "4 minutes", "hop": "10 minutes"}}},
-    "hopping_overlap": {"window": {"hopping": {"size": "30 minutes", "hop": "10 minutes"}},
-                        "watermark": {"max_delay": "5 minutes"}},
+    "hopping_overlap": {
+        "window": {"hopping": {"size": "30 minutes", "hop": "10 minutes"}},
+        "watermark": {"max_delay": "5 minutes"},
+    },
     "sessions": {"window": {"session": {"gap": "3 minutes"}}, "watermark": {"max_delay": "10 minutes"}},
     "sliding": {"window": {"sliding": {"time_difference": "5 minutes"}}, "watermark": {"max_delay": "10 minutes"}},
-    "punctuation": {"window": {"tumbling": {"size": "10 minutes"}},
-                    "watermark": {"punctuation": True, "punctuation_column": "wm"}},
-    "early_firings": {"window": {"tumbling": {"size": "1 hour"}}, "accumulation": "discarding",
-                      "trigger": {"after_watermark": {"early": {"count": 50}, "late": {"count": 1}}},
-                      "allowed_lateness": "30 minutes"},
+    "punctuation": {
+        "window": {"tumbling": {"size": "10 minutes"}},
+        "watermark": {"punctuation": True, "punctuation_column": "wm"},
+    },
+    "early_firings": {
+        "window": {"tumbling": {"size": "1 hour"}},
+        "accumulation": "discarding",
+        "trigger": {"after_watermark": {"early": {"count": 50}, "late": {"count": 1}}},
+        "allowed_lateness": "30 minutes",
+    },
 }
 #: windows that hold each record once: the final panes' counts add up to the records counted
 ONE_WINDOW_PER_RECORD = {"tumbling", "hopping_gaps", "sessions", "punctuation"}
@@ -36,10 +43,14 @@ ONE_WINDOW_PER_RECORD = {"tumbling", "hopping_gaps", "sessions", "punctuation"}
 
 def _scenario(kind: str, seed: int) -> tuple[dict, int]:
     records = read_json_lines(lines(N, seed))
-    pipeline = {"event_time": "t", "key": "k", "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}},
-                **PIPELINES[kind]}
+    pipeline = {
+        "event_time": "t",
+        "key": "k",
+        "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}},
+        **PIPELINES[kind],
+    }
     size = math.ceil(len(records) / STEPS)
-    timeline = [{"add": records[i:i + size]} for i in range(0, len(records), size)] + [{"end": True}]
+    timeline = [{"add": records[i : i + size]} for i in range(0, len(records), size)] + [{"end": True}]
     return {"pipeline": pipeline, "timeline": timeline}, len(records)
 
 
@@ -53,7 +64,9 @@ def test_every_fuzzed_record_is_accounted_for(kind):
     assert counts.records_in == counts.counted + counts.dead_letters + counts.in_no_window + counts.watermark_records
     assert counts.dead_letters == len(result.dead_letters)
     # every kind of bad input occurred
-    assert {"malformed", "missing_event_time", "invalid_event_time", "missing_key", "invalid_value"} <= set(counts.reasons)
+    assert {"malformed", "missing_event_time", "invalid_event_time", "missing_key", "invalid_value"} <= set(
+        counts.reasons
+    )
     assert counts.counted > N // 6
     assert (counts.watermark_records > 0) == (kind == "punctuation")
     if kind == "punctuation":

@@ -28,7 +28,7 @@ class Pane:
 @dataclass(frozen=True)
 class DeadLetter:
     reason: str
-    record: dict
+    record: dict | str  # the record, or the raw text of a line that is none (malformed)
     watermark: int | None = None
     windows: tuple = ()  # ((start, end), ...) the windows the record missed
     detail: str | None = None
