@@ -197,9 +197,15 @@ def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
     is_flag=True,
     help="Write the panes to stdout as JSON lines (instead of the spec's sink); progress goes to stderr.",
 )
+@click.option(
+    "--end-input",
+    is_flag=True,
+    help="After what is there now, end the input for good: every window closes, and the checkpoint takes no "
+    "more data (a stream; as spark.end_input).",
+)
 @click.option("--quiet", is_flag=True, help="No progress on the terminal.")
 @command
-def run(spec: str, master: str | None, mode: str | None, to_stdout: bool, quiet: bool) -> None:
+def run(spec: str, master: str | None, mode: str | None, to_stdout: bool, end_input: bool, quiet: bool) -> None:
     from .preflight import check_run
     from .spec import load_run_spec
 
@@ -208,12 +214,15 @@ def run(spec: str, master: str | None, mode: str | None, to_stdout: bool, quiet:
         s.mode = "batch" if mode == "batch" else "stream"
     if to_stdout:
         s.sink = SinkSpec(format="stdout")
+    if end_input:
+        s.spark.end_input = True
     check_plan(s)
     errors = check_run(s, create=True)
+    from .runner import checkpoint_problems, run_spec
+
+    errors += checkpoint_problems(s, s.spark.end_input)
     if errors:
         raise SpecError.of(errors)
-    from .runner import run_spec
-
     run_spec(s, master=master, progress=not quiet)
 
 

@@ -146,7 +146,11 @@ class SparkSpec(_Model):
     shuffle_partitions: int = 2
     buckets: int = 8
     trigger_interval: int | None = None  # micro-batch interval (ms); None = as fast as possible
-    available_now: bool = False  # process what is there, close the stream's windows, stop
+    #: process what is there now and stop; open windows stay in the checkpoint for the next run
+    available_now: bool = False
+    #: after what is there now, end the input for good: every window closes; the checkpoint then
+    #: takes no more data (``panes run --end-input``)
+    end_input: bool = False
     #: auto: native Spark when the pipeline allows it, else stateful; or force one (native fails
     #: before the query starts when the pipeline needs the engine)
     plan: Literal["auto", "native", "stateful"] = "auto"
