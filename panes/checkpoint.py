@@ -7,9 +7,10 @@ stands. Both are checked before a run reads any data.
   the field; other changes (sinks, paths, the trigger interval, the watermark's delay) are allowed.
 - The input's end: ending the input (every window closes) is a run's explicit choice
   (``--end-input``). It writes control records into the checkpoint's control stream
-  (``<checkpoint>/control/end-<n>.json``), then, once every window closed, ``panes/ended.json``. A
-  checkpoint whose input ended refuses more data; one whose ending was interrupted is finished by
-  a run with ``--end-input``.
+  (``<checkpoint>/control/end-<n>.json``), then, once every window closed, ``panes/ended.json``
+  with the source's files as they were. A checkpoint whose input ended refuses more data; a run on
+  it with nothing new to read (the same files: a run killed after the end, run again) has nothing
+  to do; one whose ending was interrupted is finished by a run with ``--end-input``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import os
 import time
 from pathlib import Path
 
-from .spec import FieldError, RunSpec
+from .preflight import FILE_FORMATS, local_path
+from .spec import FieldError, RunSpec, SourceSpec
 
 #: the spec's fields that shape a checkpoint's state, in the order they are reported
 STATE_FIELDS = (
@@ -63,8 +65,10 @@ def _text(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(", ", ": "), default=str)
 
 
-def check(checkpoint: str, meaning: dict, end_input: bool) -> list[FieldError]:
-    """Why a run with a spec of this ``meaning`` cannot go on from ``checkpoint`` (empty: it can)."""
+def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | None = None) -> list[FieldError]:
+    """Why a run with a spec of this ``meaning`` cannot go on from ``checkpoint`` (empty: it can).
+    ``source``: the spec's; when the input ended and its files are those it ended with, a run may go
+    on (``finished``: it has nothing to do)."""
     root = Path(checkpoint)
     afresh = f"start afresh with a new checkpoint directory (or remove {checkpoint})"
     errors = []
@@ -82,7 +86,7 @@ def check(checkpoint: str, meaning: dict, end_input: bool) -> list[FieldError]:
                     )
                 )
     ended = _read(root / PANES_DIR / "ended.json")
-    if ended is not None:
+    if ended is not None and not (source is not None and nothing_new(ended, source)):
         errors.append(
             FieldError(
                 "checkpoint",
@@ -117,8 +121,34 @@ def input_ended(checkpoint: str) -> bool:
     return (Path(checkpoint) / PANES_DIR / "ended.json").exists()
 
 
-def mark_ended(checkpoint: str) -> None:
-    _write(Path(checkpoint) / PANES_DIR / "ended.json", {"at": _now()})
+def finished(checkpoint: str, source: SourceSpec) -> bool:
+    """Whether the input of ``checkpoint`` ended and ``source`` has nothing new since."""
+    ended = _read(Path(checkpoint) / PANES_DIR / "ended.json")
+    return ended is not None and nothing_new(ended, source)
+
+
+def mark_ended(checkpoint: str, source: SourceSpec) -> None:
+    _write(Path(checkpoint) / PANES_DIR / "ended.json", {"at": _now(), "files": source_files(source)})
+
+
+def nothing_new(ended: dict, source: SourceSpec) -> bool:
+    files = source_files(source)
+    return files is not None and ended.get("files") == files
+
+
+def source_files(source: SourceSpec) -> list | None:
+    """A file source's files (path, size, modification time), sorted; None for another source."""
+    path = local_path(source.path) if source.format in FILE_FORMATS and source.path else None
+    if path is None:
+        return None
+    base = Path(path)
+    found = [base] if base.is_file() else [f for f in base.rglob("*") if f.is_file()]
+    files = (
+        [f for f in found if not any(p.startswith((".", "_")) for p in f.relative_to(base).parts)]
+        if base.is_dir()
+        else found
+    )
+    return sorted([str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files)
 
 
 def _now() -> str:

@@ -50,7 +50,7 @@ def checkpoint_problems(spec: RunSpec, end_input: bool) -> list[FieldError]:
     """Why a stream cannot go on from its checkpoint (``panes.checkpoint.check``); none for a batch."""
     if spec.mode != "stream" or not spec.checkpoint:
         return []
-    return ck.check(spec.checkpoint, ck.state_meaning(spec, resolved_plan(spec)), end_input)
+    return ck.check(spec.checkpoint, ck.state_meaning(spec, resolved_plan(spec)), end_input, spec.source)
 
 
 def run_spec(spec: RunSpec, master: str | None = None, progress: bool = True, spark=None,
@@ -134,6 +134,10 @@ class StreamRun:
 
     def run(self) -> dict:
         spec = self.spec
+        if ck.finished(self.checkpoint, spec.source):
+            self.report.line(f"[green]done[/green]: the input of {self.checkpoint} ended already, and nothing "
+                             f"new arrived since: nothing to do")
+            return {"panes": 0, "dead_letters": 0, "batches": 0, **self.totals.as_dict()}
         ck.record(self.checkpoint, ck.state_meaning(spec, self.plan))
         df = read_stream(self.spark, spec.source)
         _check_source_columns(spec, df.columns)
@@ -199,7 +203,7 @@ class StreamRun:
                 tmp.write_text(json.dumps({CONTROL: SPARK_END_MS}) + "\n")
                 tmp.replace(path)
             self._pass(bounded=True)
-        ck.mark_ended(self.checkpoint)
+        ck.mark_ended(self.checkpoint, self.spec.source)
 
     # -- what the sinks receive ---------------------------------------------------------------------------
 
