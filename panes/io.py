@@ -13,7 +13,8 @@ from pyspark.sql import types as ST
 
 from .core.json_lines import dumps
 from .refs import load_callback
-from .spec import SinkSpec, SourceSpec
+from .spark.columns import RAW
+from .spec import SinkSpec, SourceSpec, SpecError
 
 #: how every text output (JSON, CSV, the console, stdout) writes an instant: ISO-8601 UTC, ms, Z
 TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
@@ -31,6 +32,9 @@ def _reader(reader, src: SourceSpec):
 
 
 def read_batch(spark: SparkSession, src: SourceSpec) -> DataFrame:
+    if _json_lines(src):
+        schema = _with_raw(src, src.schema_ or inferred_schema(spark, src))
+        return json_records(spark.read.options(**_options(src)).text(src.path or ""), schema, src)
     if src.format in ("json", "csv", "parquet"):
         return getattr(_reader(spark.read, src), src.format)(src.path)
     if src.format == "kafka":
@@ -40,22 +44,70 @@ def read_batch(spark: SparkSession, src: SourceSpec) -> DataFrame:
 
 def read_stream(spark: SparkSession, src: SourceSpec) -> DataFrame:
     if src.format in ("json", "csv", "parquet"):
-        schema = src.schema_
-        if not schema:
-            # a streaming file source needs its schema up front: infer it from what is there
-            schema = read_batch(spark, src).schema
-        reader = spark.readStream.schema(schema)
-        opts = dict(src.options)
+        # a streaming file source needs its schema up front: without one, inferred from what is there
+        schema = _with_raw(src, src.schema_ or inferred_schema(spark, src))
+        opts = _options(src)
+        if src.max_files_per_trigger:
+            opts["maxFilesPerTrigger"] = str(src.max_files_per_trigger)
+        if _json_lines(src):
+            return json_records(spark.readStream.options(**opts).text(src.path or ""), schema, src)
         if src.format == "csv":
             opts.setdefault("header", "true")
-        if src.max_files_per_trigger:
-            opts["maxFilesPerTrigger"] = src.max_files_per_trigger
-        return getattr(reader.options(**{k: str(v) for k, v in opts.items()}), src.format)(src.path)
+        return getattr(spark.readStream.schema(schema).options(**opts), src.format)(src.path)
     if src.format == "kafka":
         return _reader(spark.readStream.format("kafka"), src).load()
     if src.format == "rate":
         return _reader(spark.readStream.format("rate"), src).load()
     raise ValueError(f"source.format: {src.format} cannot be read as a stream")
+
+
+def _options(src: SourceSpec) -> dict[str, str]:
+    return {k: str(v) for k, v in src.options.items()}
+
+
+def _json_lines(src: SourceSpec) -> bool:
+    """A JSON source read line by line (``json_records``): every line is one record, or a dead
+    letter; not a ``multiLine`` one (Spark's reader reads those whole)."""
+    return src.format == "json" and str(src.options.get("multiLine", "false")).lower() != "true"
+
+
+def json_records(lines: DataFrame, schema, src: SourceSpec) -> DataFrame:
+    """A text source's lines as records of ``schema`` (with ``RAW``): each non-blank line is one
+    record. Spark's JSON reader would make several records of a line holding an array of objects,
+    and none of ``[]``; here such a line, one that is not JSON, and one whose value does not fit its
+    column's type keep their text in ``RAW`` (its dead letter's record)."""
+    opts = {**_options(src), "columnNameOfCorruptRecord": RAW, "mode": "PERMISSIVE"}
+    record = F.from_json(F.col("value"), schema, opts)
+    parsed = lines.filter(F.trim(F.col("value")) != "").select(record.alias(RAW + "_record"), F.col("value"))
+    struct = schema if isinstance(schema, ST.StructType) else parsed.schema[RAW + "_record"].dataType
+    assert isinstance(struct, ST.StructType)
+    names = [f.name for f in struct.fields if f.name != RAW]
+    raw = F.when(F.col(f"{RAW}_record").isNull() | F.col(f"{RAW}_record.`{RAW}`").isNotNull(), F.col("value"))
+    return parsed.select(*[F.col(f"{RAW}_record").getField(n).alias(n) for n in names], raw.alias(RAW))
+
+
+def inferred_schema(spark: SparkSession, src: SourceSpec) -> ST.StructType:
+    """The schema Spark infers from a file source's files; SpecError when it cannot."""
+    from pyspark.errors import AnalysisException
+
+    opts = {**_options(src), "columnNameOfCorruptRecord": RAW} if src.format == "json" else {}
+    try:
+        if src.format == "json":
+            return spark.read.options(**opts).json(src.path or "").schema
+        return getattr(_reader(spark.read, src), src.format)(src.path).schema
+    except AnalysisException as e:
+        cause = next((ln for ln in str(e).splitlines() if ln.strip()), "")
+        raise SpecError("source.schema", f"Spark cannot infer the columns of {src.path} ({cause}): "
+                                         f"declare source.schema") from None
+
+
+def _with_raw(src: SourceSpec, schema):
+    """A JSON source's schema (DDL or StructType) with the column of lines read as they were."""
+    if src.format != "json":
+        return schema
+    if isinstance(schema, str):
+        return f"{schema}, `{RAW}` STRING"
+    return schema if RAW in schema.fieldNames() else schema.add(RAW, ST.StringType())
 
 
 def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, title: str = "") -> None:
@@ -81,7 +133,7 @@ def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, titl
         if rows:
             _print_rows(rows, df.columns, title)
     elif fmt == "callback":
-        load_callback(sink.callback)(df, batch_id)
+        load_callback(sink.callback or "")(df, batch_id)
     elif fmt == "kafka":
         df.selectExpr("to_json(struct(*)) AS value").write.format("kafka").options(
             **{k: str(v) for k, v in sink.options.items()}).save()

@@ -8,7 +8,7 @@ which the checkpoint takes no more data. Before it reads anything, a run checks 
 checkpoint's state means what its spec says.
 
 Progress comes from a ``StreamingQueryListener``: each micro-batch's counts are the plan's observed
-metrics (``StreamingQueryProgress.observedMetrics``, under ``OBSERVATION``) and what the sinks
+metrics (``StreamingQueryProgress.observedMetrics``: ``panes.spark.metrics``) and what the sinks
 received.
 """
 
@@ -20,19 +20,21 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from . import checkpoint as ck
 from .core.accounting import Accounting
+from .core.records import unit_warning
+from .core.time import unit_hint
 from .io import read_batch, read_stream, write_batch
 from .preflight import check_columns
+from .spark import metrics
 from .spark.columns import SPARK_END_MS
 from .spark.planner import window_batch, window_stream
 from .spark.session import get_spark
 from .spec import FieldError, RunSpec, SinkSpec, SpecError
 
 CONTROL = "__panes_wm_step"
-#: the name of the observed metrics panes adds to a stream (``StreamingQueryProgress.observedMetrics``)
-OBSERVATION = "panes"
 #: how long a run waits for the listener's last progress event after its query stopped (s)
 LAST_EVENT_WAIT = 10.0
 
@@ -102,7 +104,13 @@ class Report:
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
-        self._console = None
+        self._console: Any = None
+
+    def warn(self, text: str) -> None:
+        """A warning, shown even without progress."""
+        import sys
+
+        print(f"warning: {text}", file=sys.stderr, flush=True)
 
     def line(self, text: str) -> None:
         if not self.enabled:
@@ -264,13 +272,28 @@ class StreamRun:
     def _progress(self, p) -> None:
         self.last_batch = p.batchId
         got = self.received.pop(p.batchId, {"panes": 0, "reasons": Counter()})
-        counts = batch_accounting(p.observedMetrics.get(OBSERVATION), got["reasons"])
+        observed = {name: row.asDict() for name, row in (p.observedMetrics or {}).items()}
+        counts = batch_accounting(observed, got["reasons"])
+        self._unit_warning(observed.get(metrics.INPUT) or {})
         self.totals.add(counts)
         self.batches += 1
         self.panes += got["panes"]
         wm = (p.eventTime or {}).get("watermark") or "-"
         self.report.line(f"batch {p.batchId:>4}: {counts.summary()}; watermark {wm}; {got['panes']} panes "
                          f"({self.panes} so far); {p.processedRowsPerSecond or 0:.0f} rows/s")
+
+    warned = False
+
+    def _unit_warning(self, counts: dict) -> None:
+        """Say once when the event times look like another unit than the declared one."""
+        pipe = self.spec.to_pipeline()
+        for value in (counts.get("event_time_min"), counts.get("event_time_max")):
+            if self.warned or value is None or value != value:
+                continue
+            unit = unit_hint(int(value), pipe.time_unit)
+            if unit:
+                self.warned = True
+                self.report.warn(unit_warning(pipe, int(value), unit))
 
     def _done(self) -> None:
         state = ("input ended: every window closed" if ck.input_ended(self.checkpoint)
@@ -279,12 +302,17 @@ class StreamRun:
                          f"{self.totals.dead_letters} dead letters; {self.totals.summary()}; {state}")
 
 
-def batch_accounting(observed, reasons: Counter) -> Accounting:
-    """A micro-batch's account: the plan's observed metrics (a Row, or None) and the dead letters'
-    reasons as the sink received them."""
-    values = observed.asDict() if observed is not None else {}
-    out = Accounting(records_in=int(values.get("records_in") or 0), counted=int(values.get("counted") or 0),
-                     in_no_window=int(values.get("in_no_window") or 0),
-                     watermark_records=int(values.get("watermark_records") or 0))
+def batch_accounting(observed: dict[str, dict], reasons: Counter) -> Accounting:
+    """A micro-batch's account: the plan's observed metrics (``panes.spark.metrics``: INPUT, and
+    OUTPUT on the stateful plan) and the dead letters' reasons as the sink received them. On the
+    native plan, the records counted are those in a window less the late ones."""
+    given, engine = observed.get(metrics.INPUT) or {}, observed.get(metrics.OUTPUT)
+    out = Accounting(records_in=int(given.get("records_in") or 0),
+                     watermark_records=int(given.get("watermark_records") or 0))
     out.reasons.update({str(r): int(n) for r, n in reasons.items()})
+    if engine is not None:
+        out.counted, out.in_no_window = int(engine["counted"] or 0), int(engine["in_no_window"] or 0)
+    else:
+        out.counted = int(given.get("in_window") or 0) - out.reasons["late"]
+        out.in_no_window = int(given.get("in_no_window") or 0)
     return out
