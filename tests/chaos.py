@@ -30,15 +30,15 @@ FILES = 6
 RECORDS_PER_FILE = 300
 
 
-def write_input(directory: Path, seed: int = 7) -> None:
-    """``FILES`` JSON-lines files, in modification-time order; event times move forward a few
+def write_input(directory: Path, seed: int = 7, files: int = FILES) -> None:
+    """``files`` JSON-lines files, in modification-time order; event times move forward a few
     minutes per file, out of order within it; a few records late, missing their key, or lines
     that are not JSON."""
     r = random.Random(seed)
     directory.mkdir(parents=True, exist_ok=True)
-    for f in range(FILES):
+    for f in range(files):
         lines = []
-        for i in range(RECORDS_PER_FILE):
+        for _ in range(RECORDS_PER_FILE):
             t = BASE_MS + f * 240_000 + r.randrange(-60_000, 120_000)
             rec = {"k": f"key{r.randrange(12)}", "t": t, "v": r.randrange(100)}
             roll = r.random()
@@ -55,8 +55,12 @@ def write_input(directory: Path, seed: int = 7) -> None:
 def spec(workdir: Path, plan: str) -> Path:
     doc = {
         "name": f"chaos_{plan}",
-        "source": {"format": "json", "path": str(workdir.parent / "input"), "max_files_per_trigger": 1,
-                   "schema": "k STRING, t LONG, v LONG"},
+        "source": {
+            "format": "json",
+            "path": str(workdir.parent / "input"),
+            "max_files_per_trigger": 1,
+            "schema": "k STRING, t LONG, v LONG",
+        },
         "event_time": "t",
         "key": "k",
         "window": {"tumbling": {"size": "1 minute"}},
@@ -91,8 +95,9 @@ def run_to_end(spec_path: Path, timeout: float = 600) -> float:
 def run_killed(spec_path: Path, after: float) -> bool:
     """Start the spec and SIGKILL its process group ``after`` seconds; whether it was killed (it
     may have finished first)."""
-    proc = subprocess.Popen(command(spec_path), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        command(spec_path), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         proc.wait(timeout=after)
     except subprocess.TimeoutExpired:
@@ -119,9 +124,12 @@ def outputs(workdir: Path) -> tuple[Counter, Counter]:
     return sink_rows(workdir / "panes"), sink_rows(workdir / "dead")
 
 
-def chaos(root: Path, plan: str, kills: int, seed: int, log=print) -> dict:
-    """The uninterrupted run, then one killed ``kills`` times; the comparison."""
-    write_input(root / "input")
+def chaos(root: Path, plan: str, kills: int, seed: int, log=print, files: int = FILES,
+          budget: float | None = None) -> dict:
+    """The uninterrupted run, then one killed ``kills`` times (fewer when the kills have taken
+    ``budget`` seconds); the comparison."""
+    write_input(root / "input", files=files)
+    t0 = time.time()
     reference_dir, chaos_dir = root / f"{plan}-reference", root / f"{plan}-killed"
     seconds = run_to_end(spec(reference_dir, plan))
     reference = outputs(reference_dir)
@@ -129,7 +137,7 @@ def chaos(root: Path, plan: str, kills: int, seed: int, log=print) -> dict:
     path = spec(chaos_dir, plan)
     killed = 0
     moments = []
-    while killed < kills:
+    while killed < kills and (budget is None or time.time() - t0 < budget):
         after = r.uniform(0.15, 1.0) * seconds
         moments.append(round(after, 1))
         if not run_killed(path, after):
@@ -140,10 +148,19 @@ def chaos(root: Path, plan: str, kills: int, seed: int, log=print) -> dict:
         log(f"{plan}: killed {killed}/{kills} at {after:.1f} s")
     run_to_end(path)
     got = outputs(chaos_dir)
-    return {"plan": plan, "kills": killed, "moments_s": moments, "uninterrupted_s": round(seconds, 1),
-            "panes": sum(reference[0].values()), "dead_letters": sum(reference[1].values()),
-            "panes_after_kills": sum(got[0].values()), "dead_letters_after_kills": sum(got[1].values()),
-            "identical": got == reference, "missing": _diff(reference, got), "extra": _diff(got, reference)}
+    return {
+        "plan": plan,
+        "kills": killed,
+        "moments_s": moments,
+        "uninterrupted_s": round(seconds, 1),
+        "panes": sum(reference[0].values()),
+        "dead_letters": sum(reference[1].values()),
+        "panes_after_kills": sum(got[0].values()),
+        "dead_letters_after_kills": sum(got[1].values()),
+        "identical": got == reference,
+        "missing": _diff(reference, got),
+        "extra": _diff(got, reference),
+    }
 
 
 def chaos_dir_reset(chaos_dir: Path, plan: str) -> None:
@@ -171,10 +188,12 @@ def main() -> int:
     for plan in a.plans.split(","):
         res = chaos(root, plan, a.kills, a.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
         print(json.dumps(res), flush=True)
-        print(f"{plan}: {res['kills']} SIGKILL restarts; uninterrupted {res['panes']} panes, "
-              f"{res['dead_letters']} dead letters; after the kills {res['panes_after_kills']} panes, "
-              f"{res['dead_letters_after_kills']} dead letters: {'identical' if res['identical'] else 'DIFFERENT'}",
-              flush=True)
+        print(
+            f"{plan}: {res['kills']} SIGKILL restarts; uninterrupted {res['panes']} panes, "
+            f"{res['dead_letters']} dead letters; after the kills {res['panes_after_kills']} panes, "
+            f"{res['dead_letters_after_kills']} dead letters: {'identical' if res['identical'] else 'DIFFERENT'}",
+            flush=True,
+        )
         ok &= res["identical"]
     return 0 if ok else 1
 
