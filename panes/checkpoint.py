@@ -86,15 +86,16 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
                     )
                 )
     ended = _read(root / PANES_DIR / "ended.json")
-    if ended is not None and not (source is not None and nothing_new(ended, source)):
-        errors.append(
-            FieldError(
-                "checkpoint",
-                f"the input of {checkpoint} ended at {ended.get('at')} (a run "
-                f"with --end-input): every window closed, and more data would all "
-                f"be late; {afresh}",
+    if ended is not None:
+        if source is None or not nothing_new(ended, source):
+            errors.append(
+                FieldError(
+                    "checkpoint",
+                    f"the input of {checkpoint} ended at {ended.get('at')} (a run "
+                    f"with --end-input): every window closed, and more data would all "
+                    f"be late; {afresh}",
+                )
             )
-        )
     elif ending_begun(checkpoint) and not end_input:
         errors.append(
             FieldError(

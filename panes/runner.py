@@ -84,9 +84,11 @@ def _run_batch(spark, spec: RunSpec, report: Report) -> dict:
     write_batch(panes.orderBy(*[c for c in ("window_end", "window_start", *pipe.key)]), spec.sink, title="panes")
     if n_dead:
         write_batch(dead, spec.dead_letter or SinkSpec(format="console"), title="dead letters")
-    line = f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters"
     counts = {"panes": n_panes, "dead_letters": n_dead, "batches": 1}
-    report.line(line)
+    if report.enabled:  # (one more pass over the input: only to print it)
+        totals = batch_accounting({metrics.INPUT: metrics.bounded_counts(df, pipe)}, reasons)
+        counts.update(totals.as_dict())
+        report.line(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters; {totals.summary()}")
     return counts
 
 
@@ -159,9 +161,11 @@ class StreamRun:
         self.report.line(f"[bold]panes[/bold] stream: {self.result.plan}; checkpoint {self.checkpoint}")
         listener = self._listen()
         try:
-            self._pass(bounded)
-            if self.end_input:
+            complete = self._pass(bounded)
+            if self.end_input and complete:
                 self._end()
+            elif self.end_input:
+                self.report.line("stopped before the source was read: the input was not ended")
         finally:
             self.spark.streams.removeListener(listener)
         self._done()
@@ -177,16 +181,20 @@ class StreamRun:
         return self.result.write_stream(self._on_panes, self._on_dead_letters, self.checkpoint,
                                         query_name=self.spec.name or "panes", **trigger)
 
-    def _pass(self, bounded: bool) -> None:
-        """Run the query until it ends (bounded: what is there now), is stopped, or times out."""
+    def _pass(self, bounded: bool) -> bool:
+        """Run the query until it ends (bounded: what is there now), is stopped, or times out;
+        whether it ended by itself."""
         q = self._start(bounded)
         self.query_id = str(q.id)
         t0 = time.time()
+        complete = False
         try:
             while q.isActive:
                 self._drain(timeout=1.0)
                 if self.spec.timeout and (time.time() - t0) * 1000 >= self.spec.timeout:
                     break
+            else:
+                complete = True
         except KeyboardInterrupt:
             self.report.line("stopping (interrupted)")
         finally:
@@ -198,6 +206,7 @@ class StreamRun:
         self._drain(timeout=0)
         if q.exception():
             raise RuntimeError(str(q.exception()))
+        return complete
 
     def _end(self) -> None:
         """End the input for good: a control record moves the watermark to +infinity, so every
@@ -278,11 +287,24 @@ class StreamRun:
         self.totals.add(counts)
         self.batches += 1
         self.panes += got["panes"]
-        wm = (p.eventTime or {}).get("watermark") or "-"
+        wm = (p.eventTime or {}).get("watermark") or self._native_watermark()
+        # (Spark's own rates count a row once per read of the micro-batch: the records in, timed)
+        seconds = (p.durationMs or {}).get("triggerExecution", 0) / 1000
+        rate = f"{counts.records_in / seconds:.0f} records/s" if seconds else "-"
         self.report.line(f"batch {p.batchId:>4}: {counts.summary()}; watermark {wm}; {got['panes']} panes "
-                         f"({self.panes} so far); {p.processedRowsPerSecond or 0:.0f} rows/s")
+                         f"({self.panes} so far); {rate}")
 
     warned = False
+
+    def _native_watermark(self) -> str:
+        """The native plan's watermark after its last micro-batch (it keeps its own: Spark's
+        progress has none)."""
+        from .core.time import END_OF_INPUT, format_instant
+
+        wm = getattr(getattr(self.result, "stream", None), "watermark", None)
+        if wm is None:
+            return "-"
+        return "end of input" if wm >= END_OF_INPUT else format_instant(wm) or "-"
 
     def _unit_warning(self, counts: dict) -> None:
         """Say once when the event times look like another unit than the declared one."""

@@ -17,12 +17,13 @@ received (``panes.runner``).
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from ..core.pipeline import Pipeline
 from ..core.rules import VALIDATION_ORDER, Reason
-from .columns import CLOCK, INVALID, PUNCT
+from .columns import CLOCK, INVALID, PUNCT, TS
 
 INPUT = "panes"
 OUTPUT = "panes_output"
@@ -69,3 +70,19 @@ def output_counts(kind: str, reason: str, counted: str, in_no_window: str) -> li
             F.coalesce(F.sum(in_no_window), F.lit(0)).alias("in_no_window"),
             F.count_if(F.col(kind) == F.lit("P")).alias("panes"),
             F.count_if((F.col(kind) == F.lit("D")) & (F.col(reason) == F.lit(Reason.LATE.value))).alias("late")]
+
+
+def bounded_counts(df: DataFrame, p: Pipeline) -> dict:
+    """The ``INPUT`` metrics of bounded input, in one aggregation over it (no late records: every
+    valid record in a window counts)."""
+    from .native.names import WINDOW_END
+    from .native.windows import window_plan
+    from .planner import prepare
+
+    prepared = prepare(df, p, 0, watermark=False)
+    plan = window_plan(p.window)
+    valid = F.col(PUNCT).isNull() & F.col(INVALID).isNull()
+    in_window = plan.row_window(F.col(TS))[WINDOW_END].isNotNull() if plan.has_gaps else F.lit(True)
+    windows = (valid & in_window, valid & ~in_window)
+    row = prepared.agg(*input_counts(None, numeric_event_time(df.schema, p.event_time), windows)).first()
+    return row.asDict() if row is not None else {}
