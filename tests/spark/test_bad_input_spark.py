@@ -139,3 +139,64 @@ def test_progress_counts_each_record_in_once_and_the_final_line_adds_up(spark, t
 
 
 EXAMPLE_SCHEMA = "traffic_light STRING, created_at STRING, registration_plate STRING, passengers LONG"
+
+
+def test_run_writes_panes_as_json_lines_to_stdout(spark, tmp_path):
+    lines = [
+        GOOD,
+        '{"k": "a", "t": "2021-08-07T10:20:00Z", "v": 1, "x": NaN}',
+        '{"k": "b", "t": "2021-08-07T10:21:00Z", "v": 2, "x": Infinity}',
+    ]
+    spec = _spec(
+        tmp_path, lines, "k STRING, t STRING, v LONG, x DOUBLE", aggregates={"n": {"count": "*"}, "top": {"max": "x"}}
+    )
+    import yaml
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec.model_dump(by_alias=True, exclude_none=True)))
+    result = CliRunner().invoke(cli.main, ["run", str(path), "--stdout", "--end-input", "--quiet"])
+    assert result.exit_code == 0, result.output
+    panes = sorted((json.loads(line) for line in result.stdout.splitlines()), key=lambda p: p["k"])
+    assert [(p["k"], p["window_start"], p["window_end"], p["n"], p["top"]) for p in panes] == [
+        ("a", "2021-08-07T10:00:00.000Z", "2021-08-07T11:00:00.000Z", 2, None),  # max of 1 record's NaN
+        ("b", "2021-08-07T10:00:00.000Z", "2021-08-07T11:00:00.000Z", 1, None),  # Infinity
+    ]
+
+
+@pytest.mark.parametrize("plan", ["native", "stateful"])
+def test_counts_are_observed_metrics_a_spark_user_reads(spark, tmp_path, plan):
+    import panes
+
+    lines = [
+        GOOD,
+        "not json {",
+        '{"k": "a", "t": "2021-08-07T10:16:00Z", "v": "four"}',
+        '{"k": "a", "v": 3}',
+        '{"k": "a", "t": "2021-08-07T10:17:00Z", "v": 2}',
+    ]
+    spec = _spec(tmp_path, lines, "k STRING, t STRING, v LONG")
+    from panes.io import read_stream
+
+    result = panes.window(read_stream(spark, spec.source), spec.model_dump(by_alias=True, exclude_none=True), plan=plan)
+    query = result.write_stream(lambda d, i: d.count(), lambda d, i: d.count(), str(tmp_path / "ck"), availableNow=True)
+    query.awaitTermination()
+    # (summed over the micro-batches: the stateful plan runs one more, without data, for its timers)
+    observed = [p["observedMetrics"] for p in query.recentProgress if p.get("observedMetrics")]
+
+    def total(name: str) -> dict:
+        rows = [o[name].asDict() for o in observed]  # (Rows, as the listener's event has them)
+        return {k: sum(r[k] or 0 for r in rows) for k in rows[0] if not k.startswith("event_time_")}
+
+    given = total("panes")
+    assert (given["records_in"], given["malformed"], given["invalid_value"], given["missing_event_time"]) == (
+        5,
+        1,
+        1,
+        1,
+    )
+    assert given["watermark_records"] == 0
+    if plan == "native":
+        assert (given["in_window"], given["in_no_window"]) == (2, 0)
+    else:
+        engine = total("panes_output")
+        assert (engine["counted"], engine["in_no_window"], engine["late"]) == (2, 0, 0)
