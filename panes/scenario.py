@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .core.accounting import Accounting
 from .core.engine import Engine
 from .core.json_lines import dumps as json_line
 from .core.output import dead_letter_record, pane_record
 from .core.pipeline import Pipeline
-from .core.accounting import Accounting
 from .core.records import parse_records, unit_warning
 from .core.rules import ingestion_stamp
 from .core.time import EVENT_TIME_RANGE, in_event_time_range, parse_instant

@@ -65,8 +65,11 @@ def event_time_ms(df: DataFrame | ST.StructType, column: str, unit: str = "ms") 
     present = c.isNotNull() if misfit is None else c.isNotNull() | misfit
     if isinstance(dtype, (ST.TimestampType, ST.TimestampNTZType, ST.DateType)):
         ms = F.unix_millis(c.cast("timestamp"))
-    elif isinstance(dtype, (ST.IntegralType, ST.DecimalType)):
-        ms = epoch_ms(c.cast("decimal(38,0)") if isinstance(dtype, ST.IntegralType) else c, unit)
+    elif isinstance(dtype, ST.IntegralType):
+        ms = epoch_ms(c.cast("long"), unit)
+    elif isinstance(dtype, ST.DecimalType):
+        mul, div = TIME_UNITS[unit]
+        ms = (F.try_multiply(c, F.lit(mul)) if mul != 1 else c / F.lit(div)).try_cast("long")
     elif isinstance(dtype, (ST.DoubleType, ST.FloatType)):
         mul, div = TIME_UNITS[unit]
         ms = (c.cast("double") * F.lit(mul) if div == 1 else c.cast("double") / F.lit(div)).try_cast("long")
@@ -74,7 +77,7 @@ def event_time_ms(df: DataFrame | ST.StructType, column: str, unit: str = "ms") 
         s = F.trim(c.cast("string"))
         digits = s.rlike(r"^-?[0-9]+$")
         parsed = F.unix_millis(F.try_to_timestamp(s))
-        ms = F.when(digits, epoch_ms(s.try_cast("decimal(38,0)"), unit)).otherwise(parsed)
+        ms = F.when(digits, epoch_ms(s.try_cast("long"), unit)).otherwise(parsed)
     checks = [Check(present, Reason.MISSING_EVENT_TIME, detail),
               Check(ms.isNotNull(), Reason.INVALID_EVENT_TIME, detail),
               Check(ms.isNull() | rules.event_time_in_range(ms), Reason.INVALID_EVENT_TIME,
@@ -83,11 +86,15 @@ def event_time_ms(df: DataFrame | ST.StructType, column: str, unit: str = "ms") 
 
 
 def epoch_ms(number: Column, unit: str) -> Column:
-    """An exact epoch number (a decimal) in ``unit`` as milliseconds, truncated toward zero as
-    ``panes.core.time.epoch_ms`` does; null when it does not fit a long."""
+    """An epoch number (a long) in ``unit`` as milliseconds, exactly, truncated toward zero as
+    ``panes.core.time.epoch_ms`` does; null when it does not fit a long. (Milliseconds: the
+    number itself, no arithmetic per row; smaller units divide as decimals, which hold a long.)"""
     mul, div = TIME_UNITS[unit]
-    scaled = F.try_multiply(number, F.lit(mul)) if mul != 1 else number / F.lit(div) if div != 1 else number
-    return scaled.try_cast("long")
+    if mul != 1:
+        return F.try_multiply(number, F.lit(mul))
+    if div != 1:
+        return (number.cast("decimal(20,0)") / F.lit(div)).try_cast("long")
+    return number
 
 
 def misfits(schema: ST.StructType, columns: list[str] | None = None) -> dict[str, Column]:
