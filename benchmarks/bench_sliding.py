@@ -125,7 +125,7 @@ def sliding_spec(D: int, max_delay: int) -> dict:
 
 def hopping_spec(D: int, max_delay: int) -> dict:
     # windows [s, s + D + 1) every 1 ms: t is in those with t - D <= s <= t, the inclusive span [t - D, t]
-    return spec({"hopping": {"size": D + 1, "hop": 1}}, max_delay)
+    return {**spec({"hopping": {"size": D + 1, "hop": 1}}, max_delay), "limits": {"windows_per_record": D + 1}}
 
 
 def hopping_window_count(ts: np.ndarray, key: np.ndarray, D: int) -> int:

@@ -1,20 +1,115 @@
-"""The ``panes`` command line: run, validate, replay, explain."""
+"""The ``panes`` command line: run, validate, replay, explain.
+
+A mistake in a spec, its paths or its columns is one ``error: FIELD: reason`` line per problem,
+exit code 2, found before Spark starts where it can be. Any other failure is one line naming its
+cause and the file that holds the full traceback (``--debug`` prints it instead), exit code 1.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import logging
+import os
 import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
 
 import click
 
-from .spec import RunSpec, SpecError
+from .spec import RunSpec, SinkSpec, SpecError
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+#: Spark's log levels (panes' own logger takes the same, WARN as WARNING)
+LOG_LEVELS = ("ERROR", "WARN", "INFO", "DEBUG")
 
 
-def _fail(e: Exception) -> None:
+def _fail(e: SpecError) -> None:
     """A user's mistake: one ``error:`` line per thing wrong, exit code 2."""
-    for err in (e.errors if isinstance(e, SpecError) else [e]):
+    for err in e.errors:
         click.echo(f"error: {err}", err=True)
     sys.exit(2)
+
+
+def cause(e: BaseException) -> str:
+    """The first line of an exception's message with its type (a Spark error's message goes on
+    with the JVM's stack)."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    first = lines[0] if lines else "(no message)"
+    if len(first) > 300:
+        first = first[:297] + "..."
+    return f"{type(e).__name__}: {first}"
+
+
+def traceback_file() -> Path:
+    """Where a failure's traceback is written: ``$PANES_ERROR_DIR`` (default: the temporary directory)."""
+    directory = Path(os.environ.get("PANES_ERROR_DIR") or tempfile.gettempdir())
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"panes-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+
+
+def _crash(e: BaseException, debug: bool) -> None:
+    text = "".join(traceback.format_exception(e))
+    if debug:
+        click.echo(text, err=True, nl=False)
+        click.echo(f"error: {cause(e)}", err=True)
+        sys.exit(1)
+    try:
+        path = traceback_file()
+        path.write_text(text)
+        where = f"full traceback in {path}; --debug prints it"
+    except OSError as oe:
+        where = f"the traceback could not be written: {oe}; --debug prints it"
+    click.echo(f"error: {cause(e)} ({where})", err=True)
+    sys.exit(1)
+
+
+def _quiet_broken_pipe() -> None:
+    """The reader of stdout went away (``panes replay ... | head -1``): stop without a word."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(0)
+
+
+def command(f):
+    """A command with ``--debug`` and ``--log-level``, whose failures end as the module says."""
+
+    @click.option("--debug", is_flag=True, help="On a failure, print the full traceback.")
+    @click.option(
+        "--log-level",
+        type=click.Choice(LOG_LEVELS, case_sensitive=False),
+        default=None,
+        help="Log level of panes and Spark (default: WARN for panes, ERROR for Spark; or PANES_LOG_LEVEL).",
+    )
+    @functools.wraps(f)
+    def run(*args, debug: bool, log_level: str | None, **kwargs):
+        _logging(log_level)
+        try:
+            return f(*args, **kwargs)
+        except SpecError as e:
+            _fail(e)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException):
+            raise
+        except Exception as e:
+            _crash(e, debug)
+
+    return run
+
+
+def _logging(level: str | None) -> None:
+    level = (level or os.environ.get("PANES_LOG_LEVEL") or "").upper()
+    if level:
+        os.environ["PANES_SPARK_LOG_LEVEL"] = level  # (read when the Spark session starts)
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("panes").setLevel({"WARN": "WARNING"}.get(level, level) or "WARNING")
 
 
 def check_plan(spec: RunSpec) -> None:
@@ -27,7 +122,9 @@ def check_plan(spec: RunSpec) -> None:
             raise SpecError("spark.plan", f"'native' cannot run this pipeline: {why} (use auto or stateful)")
 
 
-@click.group(help="Event-time windowing for PySpark: windows, watermarks, triggers, late data.")
+@click.group(
+    context_settings=CONTEXT, help="Event-time windowing for PySpark: windows, watermarks, triggers, late data."
+)
 @click.version_option(package_name="panes")
 def main() -> None:
     pass
@@ -35,86 +132,117 @@ def main() -> None:
 
 @main.command(help="Check a pipeline spec (or a replay scenario) without running it.")
 @click.argument("spec", type=click.Path(dir_okay=False))
+@command
 def validate(spec: str) -> None:
+    from .preflight import check_spec
     from .scenario import load_scenario
     from .spec import load_document, load_run_spec
 
-    try:
-        doc = load_document(spec)
-        if "timeline" in doc:
-            load_scenario(doc)
-            click.echo(f"{spec}: valid replay scenario")
-        else:
-            s = load_run_spec(spec)
-            check_plan(s)
-            click.echo(f"{spec}: valid ({s.mode}, window {json.dumps(s.window)})")
-    except SpecError as e:
-        _fail(e)
+    doc = load_document(spec)
+    if "timeline" in doc:
+        load_scenario(doc)
+        click.echo(f"{spec}: valid replay scenario")
+        return
+    s = load_run_spec(spec)
+    check_plan(s)
+    errors = check_spec(s)
+    if errors:
+        raise SpecError.of(errors)
+    click.echo(f"{spec}: valid ({s.mode}, window {json.dumps(s.window)})")
 
 
 @main.command(help="Replay a scenario's timeline and print every pane as a JSON line.")
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option("--engine", type=click.Choice(["core", "spark"]), default="core", show_default=True)
-@click.option("--dead-letter", "dead_letter", type=click.Path(dir_okay=False), default=None,
-              help="Write dead letters here, one JSON object per line.")
+@click.option(
+    "--dead-letter",
+    "dead_letter",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write dead letters here, one JSON object per line.",
+)
+@command
 def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
-    from .scenario import dumps
     from .replay import replay as run_replay
+    from .scenario import dumps
 
-    try:
+    with contextlib.ExitStack() as files:
+        try:  # (before anything runs: a path that cannot be written fails with no pane printed)
+            out = files.enter_context(open(dead_letter, "w")) if dead_letter else None
+        except OSError as e:
+            raise SpecError("--dead-letter", f"cannot write {dead_letter}: {e.strerror or e}") from None
         result = run_replay(scenario, engine=engine)
-    except SpecError as e:
-        _fail(e)
-        return
+        if out is not None:
+            out.writelines(dumps(d) + "\n" for d in result.dead_letters)
+    for w in result.warnings:
+        click.echo(f"warning: {w}", err=True)
     for p in result.panes:
         click.echo(dumps(p))
-    if dead_letter:
-        with open(dead_letter, "w") as f:
-            for d in result.dead_letters:
-                f.write(dumps(d) + "\n")
+    sys.stdout.flush()
+    n = len(result.dead_letters)
+    where = f" (in {dead_letter})" if dead_letter else " (not kept: pass --dead-letter FILE)" if n else ""
+    line = f"done: {len(result.panes)} panes, {n} dead letters{where}"
+    if result.accounting is not None:
+        line += f"; {result.accounting.summary()}"
+    click.echo(line, err=True)
 
 
 @main.command(help="Run a pipeline spec: source -> windows -> sink (stream or batch).")
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--master", default=None, help="Spark master URL (default: the spec's, else local[2]).")
-@click.option("--mode", type=click.Choice(["stream", "batch"]), default=None,
-              help="Override the spec's mode.")
+@click.option("--mode", type=click.Choice(["stream", "batch"]), default=None, help="Override the spec's mode.")
+@click.option(
+    "--stdout",
+    "to_stdout",
+    is_flag=True,
+    help="Write the panes to stdout as JSON lines (instead of the spec's sink); progress goes to stderr.",
+)
+@click.option(
+    "--end-input",
+    is_flag=True,
+    help="After what is there now, end the input for good: every window closes, and the checkpoint takes no "
+    "more data (a stream; as spark.end_input).",
+)
 @click.option("--quiet", is_flag=True, help="No progress on the terminal.")
-def run(spec: str, master: str | None, mode: str | None, quiet: bool) -> None:
+@command
+def run(spec: str, master: str | None, mode: str | None, to_stdout: bool, end_input: bool, quiet: bool) -> None:
+    from .preflight import check_run
     from .spec import load_run_spec
 
-    try:
-        s = load_run_spec(spec)
-        if mode:
-            s.mode = "batch" if mode == "batch" else "stream"
-        check_plan(s)
-    except SpecError as e:
-        _fail(e)
-        return
-    from .runner import run_spec
+    s = load_run_spec(spec)
+    if mode:
+        s.mode = "batch" if mode == "batch" else "stream"
+    if to_stdout:
+        s.sink = SinkSpec(format="stdout")
+    if end_input:
+        s.spark.end_input = True
+    check_plan(s)
+    errors = check_run(s, create=True)
+    from .runner import checkpoint_problems, run_spec
 
+    errors += checkpoint_problems(s, s.spark.end_input)
+    if errors:
+        raise SpecError.of(errors)
     run_spec(s, master=master, progress=not quiet)
 
 
 @main.command(help="Say which plan a spec compiles to, and why.")
 @click.argument("spec", type=click.Path(dir_okay=False))
+@command
 def explain(spec: str) -> None:
     from .spark.planner import explain_plan
-    from .spec import load_document, parse_pipeline_spec
+    from .spec import RUN_FIELDS, load_document, parse_pipeline_spec
 
-    try:
-        doc = load_document(spec)
-        run_fields = ("source", "sink", "dead_letter", "checkpoint", "spark", "mode", "timeout")
-        body = doc["pipeline"] if "pipeline" in doc else {k: v for k, v in doc.items() if k not in run_fields}
-        ps = parse_pipeline_spec(body)
-    except SpecError as e:
-        _fail(e)
-        return
+    doc = load_document(spec)
+    body = doc["pipeline"] if "pipeline" in doc else {k: v for k, v in doc.items() if k not in RUN_FIELDS}
+    ps = parse_pipeline_spec(body)
     mode = doc.get("mode", "stream")
     forced = (doc.get("spark") or {}).get("plan", "auto") if isinstance(doc.get("spark"), dict) else "auto"
     if mode == "stream" and forced == "stateful":
-        click.echo("stream: transformWithStateInPandas over hash buckets of the key, driving the core "
-                   "engine (spark.plan: stateful)")
+        click.echo(
+            "stream: transformWithStateInPandas over hash buckets of the key, driving the core "
+            "engine (spark.plan: stateful)"
+        )
         return
     click.echo(explain_plan(ps.to_pipeline(), mode))
 

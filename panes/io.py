@@ -5,12 +5,19 @@ replay after a restart, so a restarted query's output is exactly-once."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Callable
+import sys
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
 
-from .spec import SinkSpec, SourceSpec
+from .core.json_lines import dumps
+from .refs import load_callback
+from .spark.columns import RAW
+from .spec import SinkSpec, SourceSpec, SpecError
+
+#: how every text output (JSON, CSV, the console, stdout) writes an instant: ISO-8601 UTC, ms, Z
+TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
 
 
 def _reader(reader, src: SourceSpec):
@@ -25,6 +32,9 @@ def _reader(reader, src: SourceSpec):
 
 
 def read_batch(spark: SparkSession, src: SourceSpec) -> DataFrame:
+    if _json_lines(src):
+        schema = _with_raw(src, src.schema_ or inferred_schema(spark, src))
+        return json_records(spark.read.options(**_options(src)).text(src.path or ""), schema, src)
     if src.format in ("json", "csv", "parquet"):
         return getattr(_reader(spark.read, src), src.format)(src.path)
     if src.format == "kafka":
@@ -34,17 +44,16 @@ def read_batch(spark: SparkSession, src: SourceSpec) -> DataFrame:
 
 def read_stream(spark: SparkSession, src: SourceSpec) -> DataFrame:
     if src.format in ("json", "csv", "parquet"):
-        schema = src.schema_
-        if not schema:
-            # a streaming file source needs its schema up front: infer it from what is there
-            schema = read_batch(spark, src).schema
-        reader = spark.readStream.schema(schema)
-        opts = dict(src.options)
+        # a streaming file source needs its schema up front: without one, inferred from what is there
+        schema = _with_raw(src, src.schema_ or inferred_schema(spark, src))
+        opts = _options(src)
+        if src.max_files_per_trigger:
+            opts["maxFilesPerTrigger"] = str(src.max_files_per_trigger)
+        if _json_lines(src):
+            return json_records(spark.readStream.options(**opts).text(src.path or ""), schema, src)
         if src.format == "csv":
             opts.setdefault("header", "true")
-        if src.max_files_per_trigger:
-            opts["maxFilesPerTrigger"] = src.max_files_per_trigger
-        return getattr(reader.options(**{k: str(v) for k, v in opts.items()}), src.format)(src.path)
+        return getattr(spark.readStream.schema(schema).options(**opts), src.format)(src.path)
     if src.format == "kafka":
         return _reader(spark.readStream.format("kafka"), src).load()
     if src.format == "rate":
@@ -52,18 +61,66 @@ def read_stream(spark: SparkSession, src: SourceSpec) -> DataFrame:
     raise ValueError(f"source.format: {src.format} cannot be read as a stream")
 
 
-def load_callback(ref: str) -> Callable:
-    mod, _, attr = ref.partition(":") if ":" in ref else ref.rpartition(".")
-    fn = getattr(importlib.import_module(mod), attr)
-    if not callable(fn):
-        raise ValueError(f"sink.callback: {ref} is not callable")
-    return fn
+def _options(src: SourceSpec) -> dict[str, str]:
+    return {k: str(v) for k, v in src.options.items()}
+
+
+def _json_lines(src: SourceSpec) -> bool:
+    """A JSON source read line by line (``json_records``): every line is one record, or a dead
+    letter; not a ``multiLine`` one (Spark's reader reads those whole)."""
+    return src.format == "json" and str(src.options.get("multiLine", "false")).lower() != "true"
+
+
+def json_records(lines: DataFrame, schema, src: SourceSpec) -> DataFrame:
+    """A text source's lines as records of ``schema`` (with ``RAW``): each non-blank line is one
+    record. Spark's JSON reader would make several records of a line holding an array of objects,
+    and none of ``[]``; here such a line, one that is not JSON, and one whose value does not fit its
+    column's type keep their text in ``RAW`` (its dead letter's record)."""
+    opts = {**_options(src), "columnNameOfCorruptRecord": RAW, "mode": "PERMISSIVE"}
+    record = F.from_json(F.col("value"), schema, opts)
+    parsed = lines.filter(F.trim(F.col("value")) != "").select(record.alias(RAW + "_record"), F.col("value"))
+    struct = schema if isinstance(schema, ST.StructType) else parsed.schema[RAW + "_record"].dataType
+    assert isinstance(struct, ST.StructType)
+    names = [f.name for f in struct.fields if f.name != RAW]
+    raw = F.when(F.col(f"{RAW}_record").isNull() | F.col(f"{RAW}_record.`{RAW}`").isNotNull(), F.col("value"))
+    return parsed.select(*[F.col(f"{RAW}_record").getField(n).alias(n) for n in names], raw.alias(RAW))
+
+
+def inferred_schema(spark: SparkSession, src: SourceSpec) -> ST.StructType:
+    """The schema Spark infers from a file source's files; SpecError when it cannot."""
+    from pyspark.errors import AnalysisException
+
+    opts = {**_options(src), "columnNameOfCorruptRecord": RAW} if src.format == "json" else {}
+    try:
+        if src.format == "json":
+            return spark.read.options(**opts).json(src.path or "").schema
+        return getattr(_reader(spark.read, src), src.format)(src.path).schema
+    except AnalysisException as e:
+        cause = next((ln for ln in str(e).splitlines() if ln.strip()), "")
+        raise SpecError("source.schema", f"Spark cannot infer the columns of {src.path} ({cause}): "
+                                         f"declare source.schema") from None
+
+
+def _with_raw(src: SourceSpec, schema):
+    """A JSON source's schema (DDL or StructType) with the column of lines read as they were."""
+    if src.format != "json":
+        return schema
+    if isinstance(schema, str):
+        return f"{schema}, `{RAW}` STRING"
+    return schema if RAW in schema.fieldNames() else schema.add(RAW, ST.StringType())
 
 
 def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, title: str = "") -> None:
-    """Write one DataFrame (a micro-batch, or a whole batch result) to a sink."""
+    """Write one DataFrame (a micro-batch, or a whole batch result) to a sink. Text outputs get
+    instants in ``TIMESTAMP_FORMAT`` and no NaN or infinity (null instead: JSON has neither)."""
     fmt = sink.format
-    if fmt == "noop":
+    if fmt in ("json", "csv", "console", "kafka", "stdout"):
+        df = for_output(df)
+    if fmt == "stdout":
+        for row in df.toLocalIterator():
+            sys.stdout.write(dumps(row.asDict(recursive=True)) + "\n")
+        sys.stdout.flush()
+    elif fmt == "noop":
         df.write.format("noop").mode("overwrite").save()
     elif fmt in ("json", "parquet", "csv"):
         path = sink.path if batch_id is None else f"{sink.path}/batch={batch_id}"
@@ -76,7 +133,7 @@ def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, titl
         if rows:
             _print_rows(rows, df.columns, title)
     elif fmt == "callback":
-        load_callback(sink.callback)(df, batch_id)
+        load_callback(sink.callback or "")(df, batch_id)
     elif fmt == "kafka":
         df.selectExpr("to_json(struct(*)) AS value").write.format("kafka").options(
             **{k: str(v) for k, v in sink.options.items()}).save()
@@ -84,6 +141,41 @@ def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, titl
         df.createOrReplaceTempView(sink.options.get("name", "panes_output"))
     else:
         raise ValueError(f"sink.format: unknown {fmt}")
+
+
+def for_output(df: DataFrame) -> DataFrame:
+    """``df`` for a text output: instants as text in ``TIMESTAMP_FORMAT`` (UTC whatever the
+    session's time zone), NaN and infinities as null, inside arrays and structs too."""
+    schema = df.schema
+    if not any(_needs(f.dataType) for f in schema.fields):
+        return df
+    return df.select(*[_plain(F.col(f"`{f.name}`"), f.dataType).alias(f.name) for f in schema.fields])
+
+
+def _needs(t: ST.DataType) -> bool:
+    if isinstance(t, (ST.TimestampType, ST.TimestampNTZType, ST.DoubleType, ST.FloatType)):
+        return True
+    if isinstance(t, ST.ArrayType):
+        return _needs(t.elementType)
+    if isinstance(t, ST.StructType):
+        return any(_needs(f.dataType) for f in t.fields)
+    return False
+
+
+def _plain(c: Column, t: ST.DataType) -> Column:
+    if not _needs(t):
+        return c
+    if isinstance(t, ST.TimestampType):
+        return F.date_format(F.to_utc_timestamp(c, F.current_timezone()), TIMESTAMP_FORMAT)
+    if isinstance(t, ST.TimestampNTZType):
+        return F.date_format(c, TIMESTAMP_FORMAT)
+    if isinstance(t, (ST.DoubleType, ST.FloatType)):
+        return F.when(~F.isnan(c) & (F.abs(c) != F.lit(float("inf"))), c)
+    if isinstance(t, ST.ArrayType):
+        return F.transform(c, lambda x: _plain(x, t.elementType))
+    assert isinstance(t, ST.StructType)
+    fields = [_plain(c[f.name], f.dataType).alias(f.name) for f in t.fields]
+    return F.when(c.isNotNull(), F.struct(*fields))
 
 
 def _print_rows(rows, columns, title: str) -> None:
@@ -101,8 +193,6 @@ def _print_rows(rows, columns, title: str) -> None:
 def _fmt(v) -> str:
     if v is None:
         return ""
-    if hasattr(v, "isoformat"):
-        return v.isoformat()
     if isinstance(v, list):
         return ", ".join(_fmt(x) for x in v)
     if hasattr(v, "asDict"):

@@ -1,145 +1,340 @@
-"""``panes run``: a spec from its source to its sinks, as a stream or a batch, with progress."""
+"""``panes run``: a spec from its source to its sinks, as a stream or a batch, with progress and the
+account of every record (``panes.core.accounting``).
+
+A stream's life on its checkpoint (``panes.checkpoint``): a run processes what is there (or runs
+until stopped); with ``available_now`` it stops once it has, its open windows kept for the next run;
+ending the input for good (``end_input``, ``panes run --end-input``) closes every window, after
+which the checkpoint takes no more data. Before it reads anything, a run checks that the
+checkpoint's state means what its spec says.
+
+Progress comes from a ``StreamingQueryListener``: each micro-batch's counts are the plan's observed
+metrics (``StreamingQueryProgress.observedMetrics``: ``panes.spark.metrics``) and what the sinks
+received.
+"""
 
 from __future__ import annotations
 
 import json
+import queue
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
+from . import checkpoint as ck
+from .core.accounting import Accounting
+from .core.records import unit_warning
+from .core.time import unit_hint
 from .io import read_batch, read_stream, write_batch
+from .preflight import check_columns
+from .spark import metrics
 from .spark.columns import SPARK_END_MS
 from .spark.planner import window_batch, window_stream
 from .spark.session import get_spark
-from .spec import RunSpec, SinkSpec
+from .spec import FieldError, RunSpec, SinkSpec, SpecError
 
 CONTROL = "__panes_wm_step"
+#: how long a run waits for the listener's last progress event after its query stopped (s)
+LAST_EVENT_WAIT = 10.0
 
 
-def _console():
-    from rich.console import Console
+def resolved_plan(spec: RunSpec) -> str:
+    """The plan a stream runs on: the spec's, or with ``auto`` native where it can run the pipeline."""
+    if spec.spark.plan != "auto":
+        return spec.spark.plan
+    from .spark.native import stream_unsupported
 
-    return Console(stderr=True, soft_wrap=True)
+    return "native" if stream_unsupported(spec.to_pipeline()) is None else "stateful"
 
 
-def run_spec(spec: RunSpec, master: str | None = None, progress: bool = True, spark=None) -> dict:
-    """Run a validated spec. Returns counts: panes, dead letters, batches."""
+def checkpoint_problems(spec: RunSpec, end_input: bool) -> list[FieldError]:
+    """Why a stream cannot go on from its checkpoint (``panes.checkpoint.check``); none for a batch."""
+    if spec.mode != "stream" or not spec.checkpoint:
+        return []
+    return ck.check(spec.checkpoint, ck.state_meaning(spec, resolved_plan(spec)), end_input, spec.source)
+
+
+def run_spec(spec: RunSpec, master: str | None = None, progress: bool = True, spark=None,
+             end_input: bool | None = None) -> dict:
+    """Run a validated spec. Returns the counts: panes, dead letters, batches, and the accounting
+    (``records_in``, ``counted``, ...). ``end_input`` (default: the spec's ``spark.end_input``)."""
+    end_input = spec.spark.end_input if end_input is None else end_input
+    errors = checkpoint_problems(spec, end_input)
+    if errors:
+        raise SpecError.of(errors)
     spark = spark or get_spark(master or spec.spark.master, spec.spark.shuffle_partitions, spec.spark.conf)
-    pipe = spec.to_pipeline()
-    dl_sink = spec.dead_letter or SinkSpec(format="console")
-    con = _console()
+    report = Report(progress)
     if spec.mode == "batch":
-        df = read_batch(spark, spec.source)
-        res = window_batch(df, pipe, buckets=spec.spark.buckets)
-        if progress:
-            con.print(f"[bold]panes[/bold] batch: {res.plan}")
-        panes = res.panes.cache()
-        dead = res.dead_letters.cache()
-        n_panes, n_dead = panes.count(), dead.count()
-        write_batch(panes.orderBy(*[c for c in ("window_end", "window_start", *pipe.key)]), spec.sink, title="panes")
-        if n_dead:
-            write_batch(dead, dl_sink, title="dead letters")
-        if progress:
-            con.print(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters")
-        return {"panes": n_panes, "dead_letters": n_dead, "batches": 1}
-    return _run_stream(spark, spec, pipe, dl_sink, progress, con)
+        return _run_batch(spark, spec, report)
+    return StreamRun(spark, spec, report, end_input).run()
 
 
-def _run_stream(spark, spec: RunSpec, pipe, dl_sink: SinkSpec, progress: bool, con) -> dict:
-    checkpoint = spec.checkpoint or tempfile.mkdtemp(prefix="panes-checkpoint-")
-    df = read_stream(spark, spec.source)
-    control_dir = Path(checkpoint) / "control"
-    control_dir.mkdir(parents=True, exist_ok=True)
-    # a control stream beside the source: panes writes a watermark record there to end the input
-    control = spark.readStream.schema(f"{CONTROL} LONG").json(str(control_dir))
-    df = df.unionByName(control, allowMissingColumns=True)
-    res = window_stream(df, pipe, buckets=spec.spark.buckets, control_wm=CONTROL, plan=spec.spark.plan,
-                        heartbeat=False if spec.spark.available_now else None)
-    counts = {"panes": 0, "dead_letters": 0, "batches": 0}
-
-    def on_panes(panes, batch_id):
-        panes = panes.cache()
-        n = panes.count()
-        if n:
-            write_batch(panes, spec.sink, batch_id, title=f"panes (batch {batch_id})")
-        counts["panes"] += n
-        counts["batches"] += 1
-        panes.unpersist()
-
-    def on_dead_letters(dead, batch_id):
-        dead = dead.cache()
-        n = dead.count()
-        if n:
-            write_batch(dead, dl_sink, batch_id, title=f"dead letters (batch {batch_id})")
-        counts["dead_letters"] += n
-        dead.unpersist()
-
-    def start():
-        trigger = {}
-        if spec.spark.available_now:
-            trigger = {"availableNow": True}
-        elif spec.spark.trigger_interval:
-            trigger = {"processingTime": f"{spec.spark.trigger_interval} milliseconds"}
-        return res.write_stream(on_panes, on_dead_letters, checkpoint, query_name=spec.name or "panes", **trigger)
-
-    if progress:
-        con.print(f"[bold]panes[/bold] stream: {res.plan}; checkpoint {checkpoint}")
-    q = start()
-    t0 = time.time()
-    last = None
-    try:
-        while q.isActive:
-            q.awaitTermination(1.0)
-            last = _report(q, last, counts, progress, con, checkpoint)
-            if spec.timeout and (time.time() - t0) * 1000 >= spec.timeout:
-                break
-        if spec.spark.available_now:
-            # the input is complete: end it (watermark to +infinity) so every window closes,
-            # then run once more so Spark fires the timers that watermark made due
-            for n in range(2):
-                (control_dir / f"end-{int(time.time() * 1000)}-{n}.json").write_text(
-                    json.dumps({CONTROL: SPARK_END_MS}) + "\n")
-                q.stop()
-                q = start()
-                while q.isActive:
-                    q.awaitTermination(1.0)
-                    last = _report(q, last, counts, progress, con, checkpoint)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        q.stop()
-    if q.exception():
-        raise RuntimeError(str(q.exception()))
-    if progress:
-        con.print(f"[green]done[/green]: {counts['batches']} micro-batches, {counts['panes']} panes, "
-                  f"{counts['dead_letters']} dead letters")
+def _run_batch(spark, spec: RunSpec, report: Report) -> dict:
+    pipe = spec.to_pipeline()
+    df = read_batch(spark, spec.source)
+    _check_source_columns(spec, df.columns)
+    res = window_batch(df, pipe, buckets=spec.spark.buckets)
+    report.line(f"[bold]panes[/bold] batch: {res.plan}")
+    panes = res.panes.cache()
+    dead = res.dead_letters.cache()
+    n_panes = panes.count()
+    reasons = Counter({r["reason"]: r["count"] for r in dead.groupBy("reason").count().collect()})
+    n_dead = sum(reasons.values())
+    write_batch(panes.orderBy(*[c for c in ("window_end", "window_start", *pipe.key)]), spec.sink, title="panes")
+    if n_dead:
+        write_batch(dead, spec.dead_letter or SinkSpec(format="console"), title="dead letters")
+    counts = {"panes": n_panes, "dead_letters": n_dead, "batches": 1}
+    if report.enabled:  # (one more pass over the input: only to print it)
+        totals = batch_accounting({metrics.INPUT: metrics.bounded_counts(df, pipe)}, reasons)
+        counts.update(totals.as_dict())
+        report.line(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters; {totals.summary()}")
     return counts
 
 
-def _native_watermark(checkpoint: str) -> str | None:
-    """The native plan keeps its watermark beside its open windows (Spark's progress has none)."""
-    from .core.time import END_OF_INPUT
-    from .core.time import MIN_TIME, format_instant
-    from .spark.native import STATE_DIR
-
-    metas = sorted(Path(checkpoint, STATE_DIR).glob("v*/meta.json"), key=lambda m: int(m.parent.name[1:]))
-    try:
-        wm = json.loads(metas[-1].read_text())["watermark"] if metas else MIN_TIME
-    except (OSError, ValueError, KeyError):  # a version being replaced or cleaned up
-        return None
-    if wm <= MIN_TIME:
-        return None
-    return "end of input" if wm >= END_OF_INPUT else format_instant(wm)
+def _check_source_columns(spec: RunSpec, columns: list[str]) -> None:
+    """The columns the pipeline reads must be in the source's (inferred: checked once they are known)."""
+    if spec.source.schema_:
+        return  # (a declared schema was checked before Spark started)
+    errors = check_columns(spec, [c for c in columns if not c.startswith("__panes")], "the source's columns")
+    if errors:
+        raise SpecError.of(errors)
 
 
-def _report(q, last, counts, progress, con, checkpoint=None):
-    p = q.lastProgress
-    if not p or p.get("batchId") == last:
-        return last
-    if progress:
-        wm = (p.get("eventTime") or {}).get("watermark") or (checkpoint and _native_watermark(checkpoint)) or "-"
-        con.print(f"batch {p['batchId']:>4}: {p.get('numInputRows', 0):>8} rows in, "
-                  f"{p.get('processedRowsPerSecond', 0) or 0:>10.0f} rows/s, watermark {wm}, "
-                  f"panes so far {counts['panes']}, dead letters {counts['dead_letters']}")
-    return p.get("batchId")
+class Report:
+    """Progress and results on stderr (rich), or nothing."""
 
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._console: Any = None
+
+    def warn(self, text: str) -> None:
+        """A warning, shown even without progress."""
+        import sys
+
+        print(f"warning: {text}", file=sys.stderr, flush=True)
+
+    def line(self, text: str) -> None:
+        if not self.enabled:
+            return
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=True, soft_wrap=True, highlight=False)
+        self._console.print(text)
+
+
+class StreamRun:
+    """One ``panes run`` of a stream: the data pass, the input's end when asked, the counts."""
+
+    def __init__(self, spark, spec: RunSpec, report: Report, end_input: bool):
+        self.spark, self.spec, self.report, self.end_input = spark, spec, report, end_input
+        self.checkpoint = spec.checkpoint or tempfile.mkdtemp(prefix="panes-checkpoint-")
+        self.plan = resolved_plan(spec)
+        self.dead_sink = spec.dead_letter or SinkSpec(format="console")
+        self.control_dir = Path(self.checkpoint) / ck.CONTROL_DIR
+        self.totals = Accounting()
+        self.batches = 0
+        self.panes = 0
+        # what the sinks received per micro-batch, until its progress event is reported
+        self.received: dict[int, dict] = {}
+        self.events: queue.Queue = queue.Queue()
+
+    # -- the run -------------------------------------------------------------------------------------
+
+    def run(self) -> dict:
+        spec = self.spec
+        if ck.finished(self.checkpoint, spec.source):
+            self.report.line(f"[green]done[/green]: the input of {self.checkpoint} ended already, and nothing "
+                             f"new arrived since: nothing to do")
+            return {"panes": 0, "dead_letters": 0, "batches": 0, **self.totals.as_dict()}
+        ck.record(self.checkpoint, ck.state_meaning(spec, self.plan))
+        df = read_stream(self.spark, spec.source)
+        _check_source_columns(spec, df.columns)
+        self.control_dir.mkdir(parents=True, exist_ok=True)
+        # a control stream beside the source: panes writes watermark records there to end the input
+        control = self.spark.readStream.schema(f"{CONTROL} LONG").json(str(self.control_dir))
+        df = df.unionByName(control, allowMissingColumns=True)
+        bounded = spec.spark.available_now or self.end_input
+        self.result = window_stream(df, spec.to_pipeline(), buckets=spec.spark.buckets, control_wm=CONTROL,
+                                    plan=spec.spark.plan, heartbeat=False if bounded else None)
+        self.report.line(f"[bold]panes[/bold] stream: {self.result.plan}; checkpoint {self.checkpoint}")
+        listener = self._listen()
+        try:
+            complete = self._pass(bounded)
+            if self.end_input and complete:
+                self._end()
+            elif self.end_input:
+                self.report.line("stopped before the source was read: the input was not ended")
+        finally:
+            self.spark.streams.removeListener(listener)
+        self._done()
+        return {"panes": self.panes, "dead_letters": self.totals.dead_letters, "batches": self.batches,
+                **self.totals.as_dict()}
+
+    def _start(self, bounded: bool):
+        trigger: dict = {}
+        if bounded:
+            trigger = {"availableNow": True}
+        elif self.spec.spark.trigger_interval:
+            trigger = {"processingTime": f"{self.spec.spark.trigger_interval} milliseconds"}
+        return self.result.write_stream(self._on_panes, self._on_dead_letters, self.checkpoint,
+                                        query_name=self.spec.name or "panes", **trigger)
+
+    def _pass(self, bounded: bool) -> bool:
+        """Run the query until it ends (bounded: what is there now), is stopped, or times out;
+        whether it ended by itself."""
+        q = self._start(bounded)
+        self.query_id = str(q.id)
+        t0 = time.time()
+        complete = False
+        try:
+            while q.isActive:
+                self._drain(timeout=1.0)
+                if self.spec.timeout and (time.time() - t0) * 1000 >= self.spec.timeout:
+                    break
+            else:
+                complete = True
+        except KeyboardInterrupt:
+            self.report.line("stopping (interrupted)")
+        finally:
+            q.stop()
+        last = (q.lastProgress or {}).get("batchId")
+        deadline = time.time() + LAST_EVENT_WAIT
+        while last is not None and self.last_batch < last and time.time() < deadline:
+            self._drain(timeout=0.2)
+        self._drain(timeout=0)
+        if q.exception():
+            raise RuntimeError(str(q.exception()))
+        return complete
+
+    def _end(self) -> None:
+        """End the input for good: a control record moves the watermark to +infinity, so every
+        window closes; a second pass lets Spark fire the timers that watermark made due (stateful
+        plan). Each control file is written once: a run killed midway finishes the ending when
+        run again with ``--end-input``."""
+        for name in ck.END_FILES:
+            path = self.control_dir / name
+            if not path.exists():
+                tmp = path.with_name(f".{name}.tmp")  # (hidden: the file source skips it)
+                tmp.write_text(json.dumps({CONTROL: SPARK_END_MS}) + "\n")
+                tmp.replace(path)
+            self._pass(bounded=True)
+        ck.mark_ended(self.checkpoint, self.spec.source)
+
+    # -- what the sinks receive ---------------------------------------------------------------------------
+
+    def _on_panes(self, panes, batch_id: int) -> None:
+        panes = panes.cache()
+        n = panes.count()
+        if n:
+            write_batch(panes, self.spec.sink, batch_id, title=f"panes (batch {batch_id})")
+        panes.unpersist()
+        self.received.setdefault(batch_id, {"panes": 0, "reasons": Counter()})["panes"] = n
+
+    def _on_dead_letters(self, dead, batch_id: int) -> None:
+        dead = dead.cache()
+        reasons = Counter({r["reason"]: r["count"] for r in dead.groupBy("reason").count().collect()})
+        if reasons:
+            write_batch(dead, self.dead_sink, batch_id, title=f"dead letters (batch {batch_id})")
+        dead.unpersist()
+        self.received.setdefault(batch_id, {"panes": 0, "reasons": Counter()})["reasons"] = reasons
+
+    # -- progress -------------------------------------------------------------------------------------------
+
+    last_batch = -1
+    query_id = ""
+
+    def _listen(self):
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        events = self.events
+
+        class Progress(StreamingQueryListener):
+            def onQueryStarted(self, event):
+                pass
+
+            def onQueryProgress(self, event):
+                events.put(event.progress)
+
+            def onQueryIdle(self, event):
+                pass
+
+            def onQueryTerminated(self, event):
+                pass
+
+        listener = Progress()
+        self.spark.streams.addListener(listener)
+        return listener
+
+    def _drain(self, timeout: float) -> None:
+        """Report the progress events that arrived (waiting up to ``timeout`` for the first)."""
+        while True:
+            try:
+                p = self.events.get(timeout=timeout) if timeout else self.events.get_nowait()
+            except queue.Empty:
+                return
+            timeout = 0
+            if str(p.id) == self.query_id and p.batchId > self.last_batch:
+                self._progress(p)
+
+    def _progress(self, p) -> None:
+        self.last_batch = p.batchId
+        got = self.received.pop(p.batchId, {"panes": 0, "reasons": Counter()})
+        observed = {name: row.asDict() for name, row in (p.observedMetrics or {}).items()}
+        counts = batch_accounting(observed, got["reasons"])
+        self._unit_warning(observed.get(metrics.INPUT) or {})
+        self.totals.add(counts)
+        self.batches += 1
+        self.panes += got["panes"]
+        wm = (p.eventTime or {}).get("watermark") or self._native_watermark()
+        # (Spark's own rates count a row once per read of the micro-batch: the records in, timed)
+        seconds = (p.durationMs or {}).get("triggerExecution", 0) / 1000
+        rate = f"{counts.records_in / seconds:.0f} records/s" if seconds else "-"
+        self.report.line(f"batch {p.batchId:>4}: {counts.summary()}; watermark {wm}; {got['panes']} panes "
+                         f"({self.panes} so far); {rate}")
+
+    warned = False
+
+    def _native_watermark(self) -> str:
+        """The native plan's watermark after its last micro-batch (it keeps its own: Spark's
+        progress has none)."""
+        from .core.time import END_OF_INPUT, format_instant
+
+        wm = getattr(getattr(self.result, "stream", None), "watermark", None)
+        if wm is None:
+            return "-"
+        return "end of input" if wm >= END_OF_INPUT else format_instant(wm) or "-"
+
+    def _unit_warning(self, counts: dict) -> None:
+        """Say once when the event times look like another unit than the declared one."""
+        pipe = self.spec.to_pipeline()
+        for value in (counts.get("event_time_min"), counts.get("event_time_max")):
+            if self.warned or value is None or value != value:
+                continue
+            unit = unit_hint(int(value), pipe.time_unit)
+            if unit:
+                self.warned = True
+                self.report.warn(unit_warning(pipe, int(value), unit))
+
+    def _done(self) -> None:
+        state = ("input ended: every window closed" if ck.input_ended(self.checkpoint)
+                 else f"open windows kept in {self.checkpoint}")
+        self.report.line(f"[green]done[/green]: {self.batches} micro-batches, {self.panes} panes, "
+                         f"{self.totals.dead_letters} dead letters; {self.totals.summary()}; {state}")
+
+
+def batch_accounting(observed: dict[str, dict], reasons: Counter) -> Accounting:
+    """A micro-batch's account: the plan's observed metrics (``panes.spark.metrics``: INPUT, and
+    OUTPUT on the stateful plan) and the dead letters' reasons as the sink received them. On the
+    native plan, the records counted are those in a window less the late ones."""
+    given, engine = observed.get(metrics.INPUT) or {}, observed.get(metrics.OUTPUT)
+    out = Accounting(records_in=int(given.get("records_in") or 0),
+                     watermark_records=int(given.get("watermark_records") or 0))
+    out.reasons.update({str(r): int(n) for r, n in reasons.items()})
+    if engine is not None:
+        out.counted, out.in_no_window = int(engine["counted"] or 0), int(engine["in_no_window"] or 0)
+    else:
+        out.counted = int(given.get("in_window") or 0) - out.reasons["late"]
+        out.in_no_window = int(given.get("in_no_window") or 0)
+    return out

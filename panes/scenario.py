@@ -9,17 +9,18 @@ Every emitted pane is one JSON object per line, in emission order.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .core.accounting import Accounting
 from .core.engine import Engine
+from .core.json_lines import dumps as json_line
 from .core.output import dead_letter_record, pane_record
 from .core.pipeline import Pipeline
-from .core.records import parse_records
+from .core.records import parse_records, unit_warning
 from .core.rules import ingestion_stamp
-from .core.time import parse_instant
+from .core.time import EVENT_TIME_RANGE, in_event_time_range, parse_instant
 from .spec import FieldError, SpecError, load_document, parse_pipeline_spec
 
 DOCUMENT_KEYS = {"pipeline", "timeline", "name", "description"}
@@ -65,13 +66,15 @@ def parse_step(step: Any, where: str) -> dict[str, Any]:
     if not isinstance(step, dict) or not step or set(step) - STEP_KEYS:
         raise SpecError(where, f"a step is one of {sorted(STEP_KEYS)}")
     s: dict[str, Any] = {}
-    try:
-        if "processing_time" in step:
-            s["processing_time"] = parse_instant(step["processing_time"])
-        if "watermark" in step:
-            s["watermark"] = parse_instant(step["watermark"])
-    except ValueError as e:
-        raise SpecError(where, str(e)) from None
+    for name in ("processing_time", "watermark"):
+        if name not in step:
+            continue
+        try:
+            s[name] = parse_instant(step[name])
+        except ValueError as e:
+            raise SpecError(where, str(e)) from None
+        if not in_event_time_range(s[name]):
+            raise SpecError(f"{where}.{name}", f"{step[name]!r} is out of range ({EVENT_TIME_RANGE})")
     if "add" in step:
         if not isinstance(step["add"], list):
             raise SpecError(f"{where}.add", "a list of records")
@@ -86,6 +89,10 @@ class ReplayResult:
     panes: list[dict]
     dead_letters: list[dict]
     metrics: dict
+    #: where every record went (None: not counted by this engine)
+    accounting: Accounting | None = None
+    #: things the run noticed, one line each (e.g. event times that look like another unit)
+    warnings: list[str] = field(default_factory=list)
 
 
 def replay_core(scenario: Scenario) -> ReplayResult:
@@ -95,6 +102,8 @@ def replay_core(scenario: Scenario) -> ReplayResult:
     state = engine.new_state()
     panes: list[dict] = []
     dead: list[dict] = []
+    counts = Accounting()
+    warnings: list[str] = []
     for step in scenario.timeline:
         pt = step.get("processing_time")
         batch = None
@@ -104,6 +113,11 @@ def replay_core(scenario: Scenario) -> ReplayResult:
             # ingestion time: the clock as this step leaves it (the clock moves first)
             parsed = parse_records(pipe, step["add"], ingestion_time=ingestion_stamp(pt or 0, state.processing_time))
             dead.extend(dead_letter_record(d) for d in parsed.dead_letters)
+            counts.records_in += len(step["add"])
+            counts.watermark_records += parsed.watermark_records
+            counts.add_dead_letters(d.reason for d in parsed.dead_letters)
+            if parsed.unit_hint and not warnings:
+                warnings.append(unit_warning(pipe, *parsed.unit_hint))
             batch = parsed.frame
             record_of = parsed.records.__getitem__
             if parsed.punctuation is not None:
@@ -112,8 +126,12 @@ def replay_core(scenario: Scenario) -> ReplayResult:
                           record_of=record_of, active=bool(step.get("add")))
         panes.extend(pane_record(p, pipe) for p in res.panes)
         dead.extend(dead_letter_record(d) for d in res.dead_letters)
-    return ReplayResult(panes, dead, dict(state.metrics))
+        counts.counted += res.counted
+        counts.in_no_window += res.in_no_window
+        counts.add_dead_letters(d.reason for d in res.dead_letters)
+    return ReplayResult(panes, dead, dict(state.metrics), counts, warnings)
 
 
 def dumps(obj: dict) -> str:
-    return json.dumps(obj, separators=(", ", ": "), default=str)
+    """A replay's pane or dead letter as a JSON line (strict JSON: ``panes.core.json_lines``)."""
+    return json_line(obj)

@@ -16,8 +16,8 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .core.aggregates import Aggregate, make_aggregate
-from .core.pipeline import Pipeline, WatermarkStrategy
-from .core.time import parse_duration
+from .core.pipeline import MAX_WINDOWS_PER_RECORD, Pipeline, WatermarkStrategy, window_limit_exceeded
+from .core.time import TIME_UNITS, parse_duration
 from .core.triggers import parse_trigger
 from .core.windows import Sessions, parse_window
 
@@ -91,6 +91,27 @@ class WatermarkSpec(_Model):
         return None if v is None else _dur(v)
 
 
+class EventTimeSpec(_Model):
+    """``event_time: {column: COL, unit: s|ms|us|ns}``: the unit of numeric event times
+    (``event_time: COL`` reads them as milliseconds)."""
+
+    column: str
+    unit: str = "ms"
+
+    @field_validator("unit")
+    @classmethod
+    def _unit(cls, v):
+        if v not in TIME_UNITS:
+            raise ValueError(f"the unit of numeric event times is one of {', '.join(TIME_UNITS)}, not {v!r}")
+        return v
+
+
+class LimitsSpec(_Model):
+    """Guards a spec must raise explicitly to go past."""
+
+    windows_per_record: int = Field(default=MAX_WINDOWS_PER_RECORD, gt=0)
+
+
 class SourceSpec(_Model):
     format: Literal["json", "csv", "parquet", "kafka", "rate", "memory"] = "json"
     path: str | None = None
@@ -106,7 +127,7 @@ class SourceSpec(_Model):
 
 
 class SinkSpec(_Model):
-    format: Literal["json", "parquet", "csv", "console", "memory", "kafka", "callback", "noop"] = "console"
+    format: Literal["json", "parquet", "csv", "console", "memory", "kafka", "callback", "noop", "stdout"] = "console"
     path: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     callback: str | None = None  # 'module:function' called as f(batch_df, batch_id)
@@ -125,7 +146,11 @@ class SparkSpec(_Model):
     shuffle_partitions: int = 2
     buckets: int = 8
     trigger_interval: int | None = None  # micro-batch interval (ms); None = as fast as possible
-    available_now: bool = False  # process what is there, close the stream's windows, stop
+    #: process what is there now and stop; open windows stay in the checkpoint for the next run
+    available_now: bool = False
+    #: after what is there now, end the input for good: every window closes; the checkpoint then
+    #: takes no more data (``panes run --end-input``)
+    end_input: bool = False
     #: auto: native Spark when the pipeline allows it, else stateful; or force one (native fails
     #: before the query starts when the pipeline needs the engine)
     plan: Literal["auto", "native", "stateful"] = "auto"
@@ -141,7 +166,7 @@ class PipelineSpec(_Model):
     """The windowing part of a spec (what a replay scenario's ``pipeline`` holds)."""
 
     name: str | None = None
-    event_time: str | None = None
+    event_time: str | EventTimeSpec | None = None
     key: list[str] = Field(default_factory=list)
     window: Any
     watermark: WatermarkSpec = Field(default_factory=WatermarkSpec)
@@ -150,6 +175,7 @@ class PipelineSpec(_Model):
     accumulation: Literal["discarding", "accumulating", "retracting"] = "accumulating"
     only_updated_panes: bool = False
     aggregates: dict[str, AggregateSpec]
+    limits: LimitsSpec = Field(default_factory=LimitsSpec)
 
     @field_validator("key", mode="before")
     @classmethod
@@ -157,6 +183,18 @@ class PipelineSpec(_Model):
         if v is None:
             return []
         return [v] if isinstance(v, str) else v
+
+    @field_validator("event_time", mode="before")
+    @classmethod
+    def _event_time(cls, v):
+        if v is None or isinstance(v, (str, EventTimeSpec)):
+            return v
+        if not isinstance(v, dict):
+            raise ValueError("event_time is a column name or {column: COL, unit: s|ms|us|ns}")
+        try:
+            return EventTimeSpec.model_validate(v)
+        except ValidationError as e:
+            raise ValueError("; ".join(str(f) for err in e.errors() for f in _field_errors(err))) from None
 
     @field_validator("allowed_lateness", mode="before")
     @classmethod
@@ -195,9 +233,20 @@ class PipelineSpec(_Model):
             errors.append(f"aggregates: outputs {sorted(set(self.aggregates) & set(self.key))} clash with key columns")
         if isinstance(w, Sessions) and w.gap_column and w.gap_column in self.key:
             errors.append("window.session.gap_column: cannot be a key column")
+        too_many = window_limit_exceeded(w, self.limits.windows_per_record)
+        if too_many:
+            errors.append(f"window: {too_many}")
         if errors:
             raise ValueError("\n".join(errors))
         return self
+
+    @property
+    def event_time_column(self) -> str | None:
+        return self.event_time.column if isinstance(self.event_time, EventTimeSpec) else self.event_time
+
+    @property
+    def time_unit(self) -> str:
+        return self.event_time.unit if isinstance(self.event_time, EventTimeSpec) else "ms"
 
     def to_pipeline(self) -> Pipeline:
         aggs = tuple(self.aggregate(out) for out in self.aggregates)
@@ -205,7 +254,9 @@ class PipelineSpec(_Model):
             window=parse_window(self.window),
             aggregates=aggs,
             key=tuple(self.key),
-            event_time=self.event_time,
+            event_time=self.event_time_column,
+            time_unit=self.time_unit,
+            max_windows_per_record=self.limits.windows_per_record,
             watermark=WatermarkStrategy(self.watermark.max_delay, self.watermark.punctuation,
                                         self.watermark.punctuation_column, self.watermark.idle_timeout),
             allowed_lateness=self.allowed_lateness,

@@ -7,6 +7,7 @@ for a numeric aggregate is not a number, becomes a dead letter with the reason; 
 
 from __future__ import annotations
 
+import json
 import numbers
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ from . import rules
 from .engine import TS, DeadLetter
 from .pipeline import Pipeline
 from .rules import Reason
-from .time import parse_duration, parse_instant
+from .time import EVENT_TIME_RANGE, UNIT_NAMES, parse_duration, parse_instant, unit_hint
 from .windows import Sessions
 
 
@@ -27,6 +28,10 @@ class ParsedBatch:
     records: list[dict]  # the original record of each frame row
     dead_letters: list[DeadLetter] = field(default_factory=list)
     punctuation: int | None = None
+    #: the first numeric event time that looks like another unit than the declared one: (value, unit)
+    unit_hint: tuple | None = None
+    #: punctuation records (they carry the watermark, no data)
+    watermark_records: int = 0
 
 
 def _column(values: list) -> np.ndarray:
@@ -52,17 +57,27 @@ def parse_records(pipeline: Pipeline, records: list[dict], ingestion_time: int) 
     times: list[int] = []
     punct: int | None = None
     gap_col = pipeline.window.gap_column if isinstance(pipeline.window, Sessions) else None
+    hint = None
+    n_punct = 0
     for rec in records:
+        if isinstance(rec, RawLine):
+            dead.append(DeadLetter(Reason.MALFORMED, rec.text, detail=rec.problem))
+            continue
         if not isinstance(rec, dict):
             dead.append(DeadLetter(Reason.MALFORMED, {"value": rec}, detail="a record must be a JSON object"))
             continue
+        if hint is None and pipeline.event_time:
+            raw = rec.get(pipeline.event_time)
+            unit = unit_hint(raw, pipeline.time_unit)
+            hint = (raw, unit) if unit else None
         if wm.punctuation and rec.get(wm.punctuation_column) is not None:
             try:
-                t = parse_instant(rec[wm.punctuation_column])
+                t = event_time(rec[wm.punctuation_column], pipeline.time_unit)
             except ValueError as e:
                 dead.append(DeadLetter(Reason.INVALID_WATERMARK, rec, detail=str(e)))
                 continue
             punct = t if punct is None else max(punct, t)
+            n_punct += 1
             continue
         checked = check_record(pipeline, rec, ingestion_time, gap_col)
         if checked.reason is not None:
@@ -74,7 +89,56 @@ def parse_records(pipeline: Pipeline, records: list[dict], ingestion_time: int) 
     cols = {TS: np.array(times, dtype=np.int64)}
     for c in list(key_cols) + list(pipeline.value_columns) + ([gap_col] if gap_col else []):
         cols[c] = _column([r.get(c) for r in kept])
-    return ParsedBatch(pd.DataFrame(cols), originals, dead, punct)
+    return ParsedBatch(pd.DataFrame(cols), originals, dead, punct, hint, n_punct)
+
+
+@dataclass(frozen=True)
+class RawLine:
+    """A line of input that is not a record (not JSON, or not a JSON object): it becomes a
+    ``malformed`` dead letter that keeps its text."""
+
+    text: str
+    problem: str
+
+
+def read_json_lines(lines) -> list:
+    """Lines of JSON (a file's, or strings) as records: each a mapping, or a ``RawLine`` when it
+    is not a JSON object. Blank lines are skipped, as Spark's JSON reader does."""
+    out: list = []
+    for line in lines:
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError as e:
+            out.append(RawLine(text, f"not JSON: {e}"))
+            continue
+        out.append(value if isinstance(value, dict) else RawLine(text, "a record must be a JSON object"))
+    return out
+
+
+def is_key_value(v: object) -> bool:
+    """Whether a key column's value can be a key: a string, a number (not NaN) or a boolean
+    (None is a missing key, checked before)."""
+    if v is None or isinstance(v, (str, bool, int)):
+        return True
+    return isinstance(v, float) and v == v
+
+
+def unit_warning(pipeline: Pipeline, value: object, unit: str) -> str:
+    """The one-time warning of a run whose event times look like ``unit``, not the declared one."""
+    return (f"event_time: numbers such as {value!r} look like {UNIT_NAMES[unit]}, not {pipeline.time_unit_name} "
+            f"(declare event_time: {{column: {pipeline.event_time}, unit: {unit}}})")
+
+
+def event_time(value: object, unit: str) -> int:
+    """An event time (ms) from a record's value, numbers in ``unit``; ValueError with the reason
+    when it is not a time or out of the event-time range."""
+    t = parse_instant(value, unit)
+    if not rules.event_time_in_range(t):
+        raise ValueError(f"{value!r} is out of the event-time range ({EVENT_TIME_RANGE})")
+    return t
 
 
 @dataclass
@@ -96,11 +160,13 @@ def check_record(pipeline: Pipeline, rec: dict, ingestion_time: int, gap_col: st
         checks.append((Reason.MISSING_EVENT_TIME, raw is not None, f"no {pipeline.event_time!r}"))
         if raw is not None:
             try:
-                t = parse_instant(raw)
+                t = event_time(raw, pipeline.time_unit)
             except ValueError as e:
                 checks.append((Reason.INVALID_EVENT_TIME, False, str(e)))
     missing = [k for k in pipeline.key if rec.get(k) is None]
     checks.append((Reason.MISSING_KEY, not missing, f"no value for key column(s) {missing}"))
+    odd = [k for k in pipeline.key if not is_key_value(rec.get(k))]
+    checks.append((Reason.INVALID_VALUE, not odd, f"key column(s) {odd}: not a string, number or boolean"))
     numeric = {a.fn.column for a in pipeline.aggregates if a.fn.numeric and a.fn.column is not None}
     bad = [c for c in numeric if rec.get(c) is not None
            and (isinstance(rec[c], bool) or not isinstance(rec[c], numbers.Real))]

@@ -14,7 +14,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from .time import END_OF_INPUT, MAX_TIME
+from .time import EARLIEST_EVENT_TIME, END_OF_INPUT, LATEST_EVENT_TIME, MAX_TIME
 
 
 class Ops(Protocol):
@@ -54,12 +54,12 @@ ARRAY: Ops = ArrayOps()
 class Reason(StrEnum):
     """Why a record is a dead letter."""
 
-    LATE = "late"  # every window it belongs to had expired
+    LATE = "late"  # a window it belongs to had expired (it counts in its others)
     MISSING_EVENT_TIME = "missing_event_time"
-    INVALID_EVENT_TIME = "invalid_event_time"
+    INVALID_EVENT_TIME = "invalid_event_time"  # not a time, or out of the event-time range
     MISSING_KEY = "missing_key"
     INVALID_VALUE = "invalid_value"  # a value that does not fit its column or aggregate
-    MALFORMED = "malformed"  # not a record at all (not a JSON object)
+    MALFORMED = "malformed"  # not a record at all (not a JSON object): its raw text is kept
     INVALID_WATERMARK = "invalid_watermark"  # a punctuation record whose watermark is not a time
 
 
@@ -81,6 +81,12 @@ class Timing(StrEnum):
     EARLY = "EARLY"
     ON_TIME = "ON_TIME"
     LATE = "LATE"
+
+
+def event_time_in_range(t: Any) -> Any:
+    """Whether an event time (ms) is one panes can window: from ``EARLIEST_EVENT_TIME`` up to
+    ``LATEST_EVENT_TIME`` (see ``panes.core.time``); others are ``invalid_event_time``."""
+    return (t >= EARLIEST_EVENT_TIME) & (t < LATEST_EVENT_TIME)
 
 
 def expiry(end: Any, allowed_lateness: int, ops: Ops = SCALAR) -> Any:

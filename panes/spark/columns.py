@@ -11,8 +11,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ..core import aggregates as A
+from ..core import rules
 from ..core.pipeline import Pipeline
 from ..core.rules import Reason
+from ..core.time import EVENT_TIME_RANGE, LATEST_EVENT_TIME, TIME_UNITS
 from .registry import registered
 
 TS = "__panes_ts"            # event time, epoch ms (long)
@@ -29,10 +31,14 @@ SEQ = "__panes_seq"
 EMISSION_PHASE = "__panes_phase"
 EMISSION_ORDER = "__panes_emission_order"
 MALFORMED = "__panes_malformed"  # set by a reader that could not make a record of the input
+#: the line a file reader could not read whole into the schema (Spark's corrupt-record column), as
+#: read: not a JSON object (malformed), or a value that does not fit its column's type
+RAW = "__panes_raw"
 NUM = "__panes_num_"         # prefix: a numeric copy of a string column a numeric aggregate reads
 
-#: Spark's watermark at or past this means "the input has ended" (+infinity)
-SPARK_END_MS = 221845392000000  # 9000-01-01T00:00:00Z
+#: Spark's watermark at or past this means "the input has ended" (+infinity): no event time
+#: reaches it (``panes.core.time.LATEST_EVENT_TIME``, 9000-01-01T00:00:00Z)
+SPARK_END_MS = LATEST_EVENT_TIME
 
 
 @dataclass(frozen=True)
@@ -45,41 +51,93 @@ class Check:
     detail: str | Column
 
 
-def event_time_ms(df: DataFrame | ST.StructType, column: str) -> tuple[Column, list[Check]]:
-    """(epoch ms, the checks of the column: missing, not a time) for the event-time column of
-    a DataFrame (or of its schema), whatever its type: timestamps, dates, integers (epoch ms)
-    or strings (ISO-8601, or digits = epoch ms). The ms are null when a check fails."""
-    dtype = (df if isinstance(df, ST.StructType) else df.schema)[column].dataType
+def event_time_ms(df: DataFrame | ST.StructType, column: str, unit: str = "ms") -> tuple[Column, list[Check]]:
+    """(epoch ms, the checks of the column: missing, not a time, out of the event-time range) for
+    the event-time column of a DataFrame (or of its schema), whatever its type: timestamps, dates,
+    numbers in ``unit`` (``panes.core.time.TIME_UNITS``) or strings (ISO-8601, or digits: numbers
+    in ``unit``). The ms are null when a check fails. A value the reader could not fit into the
+    column (``RAW``) is not missing: it is not a time."""
+    schema = df if isinstance(df, ST.StructType) else df.schema
+    dtype = schema[column].dataType
     c = F.col(column)
     detail = f"event_time column {column}"
-    checks = [Check(c.isNotNull(), Reason.MISSING_EVENT_TIME, detail)]
+    misfit = misfits(schema, [column]).get(column)
+    present = c.isNotNull() if misfit is None else c.isNotNull() | misfit
     if isinstance(dtype, (ST.TimestampType, ST.TimestampNTZType, ST.DateType)):
         ms = F.unix_millis(c.cast("timestamp"))
-    elif isinstance(dtype, (ST.IntegralType, ST.DecimalType, ST.DoubleType, ST.FloatType)):
-        ms = c.cast("long")
+    elif isinstance(dtype, ST.IntegralType):
+        ms = epoch_ms(c.cast("long"), unit)
+    elif isinstance(dtype, ST.DecimalType):
+        mul, div = TIME_UNITS[unit]
+        ms = (F.try_multiply(c, F.lit(mul)) if mul != 1 else c / F.lit(div)).try_cast("long")
+    elif isinstance(dtype, (ST.DoubleType, ST.FloatType)):
+        mul, div = TIME_UNITS[unit]
+        ms = (c.cast("double") * F.lit(mul) if div == 1 else c.cast("double") / F.lit(div)).try_cast("long")
     else:
         s = F.trim(c.cast("string"))
         digits = s.rlike(r"^-?[0-9]+$")
         parsed = F.unix_millis(F.try_to_timestamp(s))
-        ms = F.when(digits, s.cast("long")).otherwise(parsed)
-        checks.append(Check(ms.isNotNull(), Reason.INVALID_EVENT_TIME, detail))
+        ms = F.when(digits, epoch_ms(s.try_cast("long"), unit)).otherwise(parsed)
+    checks = [Check(present, Reason.MISSING_EVENT_TIME, detail),
+              Check(ms.isNotNull(), Reason.INVALID_EVENT_TIME, detail),
+              Check(ms.isNull() | rules.event_time_in_range(ms), Reason.INVALID_EVENT_TIME,
+                    f"{detail}: out of the event-time range ({EVENT_TIME_RANGE})")]
     return ms, checks
+
+
+def epoch_ms(number: Column, unit: str) -> Column:
+    """An epoch number (a long) in ``unit`` as milliseconds, exactly, truncated toward zero as
+    ``panes.core.time.epoch_ms`` does; null when it does not fit a long. (Milliseconds: the
+    number itself, no arithmetic per row; smaller units divide as decimals, which hold a long.)"""
+    mul, div = TIME_UNITS[unit]
+    if mul != 1:
+        return F.try_multiply(number, F.lit(mul))
+    if div != 1:
+        return (number.cast("decimal(20,0)") / F.lit(div)).try_cast("long")
+    return number
+
+
+def misfits(schema: ST.StructType, columns: list[str] | None = None) -> dict[str, Column]:
+    """For each of ``columns`` (default: every column of the record), the test of a row whose
+    line (``RAW``) holds a value for it that the reader could not fit into its type (the column
+    is then null); none without ``RAW``."""
+    names = schema.fieldNames()
+    if RAW not in names:
+        return {}
+    raw = F.col(RAW)
+    out = {}
+    for c in columns if columns is not None else [n for n in names if not n.startswith("__panes")]:
+        path = "$['" + c.replace("\\", "\\\\").replace("'", "\\'") + "']"
+        out[c] = raw.isNotNull() & F.col(f"`{c}`").isNull() & F.get_json_object(raw, path).isNotNull()
+    return out
 
 
 def validation(df: DataFrame | ST.StructType, pipeline: Pipeline, num: dict[str, Column],
                ts_checks: list[Check], window_checks: list[Check]) -> list[Check]:
     """The checks of a record, in the order they are reported (the first that fails gives
-    the dead letter's reason): the reader's (malformed), the event time's (``ts_checks``), the
-    key's, numbers in the string columns a numeric aggregate reads (``num``, see
-    ``numeric_string_columns``), the window kind's (``window_checks``: a column it reads, such as
-    a session gap column)."""
+    the dead letter's reason): the reader's (malformed: not a record; ``RAW``: a line that is not
+    a JSON object), the event time's (``ts_checks``), the key's, the reader's values that do not
+    fit their column's type (``RAW``), numbers in the string columns a numeric aggregate reads
+    (``num``, see ``numeric_string_columns``), the window kind's (``window_checks``: a column it
+    reads, such as a session gap column)."""
+    schema = df if isinstance(df, ST.StructType) else df.schema
+    names = schema.fieldNames()
     out = []
-    if MALFORMED in (df if isinstance(df, ST.StructType) else df.schema).fieldNames():
+    if MALFORMED in names:
         out.append(Check(F.col(MALFORMED).isNull(), Reason.MALFORMED, F.col(MALFORMED)))
+    if RAW in names:
+        out.append(Check(F.col(RAW).isNull() | F.json_object_keys(F.col(RAW)).isNotNull(), Reason.MALFORMED,
+                         "not a JSON object"))
     out += ts_checks
+    bad = misfits(schema)
     if pipeline.key:
-        out.append(Check(functools.reduce(lambda a, b: a & b, [F.col(k).isNotNull() for k in pipeline.key]),
+        present = [F.col(k).isNotNull() | bad[k] if k in bad else F.col(k).isNotNull() for k in pipeline.key]
+        out.append(Check(functools.reduce(lambda a, b: a & b, present),
                          Reason.MISSING_KEY, f"no value for key column(s) {list(pipeline.key)}"))
+    if bad:
+        unfit = F.array_compact(F.array(*[F.when(t, F.lit(c)) for c, t in bad.items()]))
+        out.append(Check(F.col(RAW).isNull(), Reason.INVALID_VALUE,
+                         F.concat(F.lit("does not fit its column's type: "), F.array_join(unfit, ", "))))
     # numbers in a string column (e.g. JSON whose values mix types): not a number = malformed
     for c, n in num.items():
         out.append(Check(F.col(c).isNull() | n.isNotNull(), Reason.INVALID_VALUE, f"not a number: ['{c}']"))
@@ -107,10 +165,12 @@ def reason_detail(checks: list[Check]) -> tuple[Column, Column]:
     return reason, detail
 
 
-def record_json(columns: list[str]) -> Column:
-    """A row's record (these input columns) as JSON, for its dead letter. (Quoted: a name such as
-    ``a.b`` is a column of its own, not a field of ``a``.)"""
-    return F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns]))
+def record_json(columns: list[str], schema: ST.StructType | None = None) -> Column:
+    """A row's record (these input columns) as JSON, for its dead letter; the line as read when
+    the reader could not read it whole (``RAW`` in ``schema``). (Quoted: a name such as ``a.b`` is
+    a column of its own, not a field of ``a``.)"""
+    record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns]))
+    return F.coalesce(F.col(RAW), record) if schema is not None and RAW in schema.fieldNames() else record
 
 
 def numeric_string_columns(df: DataFrame | ST.StructType, pipeline: Pipeline) -> list[str]:

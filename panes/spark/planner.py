@@ -17,10 +17,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from ..core import rules
 from ..core.output import pane_columns
 from ..core.pipeline import Pipeline
+from ..core.rules import Reason
 from ..core.time import END_OF_INPUT, MIN_TIME
 from ..core.triggers import Never
+from . import metrics
 from .columns import (
     BUCKET,
     CLOCK,
@@ -31,6 +34,7 @@ from .columns import (
     PUNCT,
     TS,
     WMARK,
+    Check,
     event_time_ms,
     numeric_string_columns,
     pane_schema,
@@ -40,10 +44,11 @@ from .columns import (
     validation,
 )
 from .native import batch_unsupported, never_late, stream_unsupported
+from .native.names import ROW_COUNTS, ROW_IN_WINDOW
 from .native.step import NativeStep
 from .native.windows import window_reads
 from .results import BoundedResult, NativeStreamResult, StatefulStreamResult, WindowedResult
-from .stateful import BucketProcessor, output_schema
+from .stateful import COUNT_COLUMNS, KIND, BucketProcessor, output_schema
 
 __all__ = ["BoundedResult", "NativeStreamResult", "StatefulStreamResult", "WindowedResult", "explain_plan",
            "prepare", "engine_columns", "window_batch", "window_stream"]
@@ -107,7 +112,7 @@ def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None 
     if p.event_time:
         if p.event_time not in cols:
             raise ValueError(f"event_time: no column {p.event_time!r} in the input ({cols})")
-        ts, ts_checks = event_time_ms(schema, p.event_time)
+        ts, ts_checks = event_time_ms(schema, p.event_time, p.time_unit)
     else:
         ts = ingestion if ingestion is not None else F.unix_millis(F.current_timestamp())
         ts_checks = []
@@ -122,7 +127,13 @@ def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None 
     if control_wm is not None:
         puncts.append(F.col(control_wm).cast("long"))
     if p.watermark.punctuation and punct_col in cols:
-        puncts.append(_ms(schema, punct_col))
+        # a punctuation record: a value in the punctuation column; one that is no time (or out of
+        # the event-time range, where +infinity would end the input) is a dead letter
+        punct_ms = event_time_ms(schema, punct_col, p.time_unit)[0]
+        punct_ok = punct_ms.isNotNull() & rules.event_time_in_range(punct_ms)
+        puncts.append(F.when(punct_ok, punct_ms))
+        ts_checks = [Check(F.col(punct_col).isNull() | punct_ok, Reason.INVALID_WATERMARK,
+                           f"watermark column {punct_col}: not a time in the event-time range"), *ts_checks]
     punct = (F.greatest(*puncts) if len(puncts) > 1 else puncts[0]) if puncts else F.lit(None).cast("long")
     # numbers as numbers for the engine; the original column stays for the dead letters
     # (a JSON number inferred as string reads as a double)
@@ -149,10 +160,6 @@ def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None 
             wm_ms = F.when(punct.isNotNull(), punct + F.lit(0 if p.watermark.punctuation else delay)).otherwise(wm_ms)
         cols_out[WMARK] = F.timestamp_millis(wm_ms)
     return cols_out, counts
-
-
-def _ms(df: DataFrame | ST.StructType, column: str) -> Column:
-    return event_time_ms(df, column)[0]
 
 
 # -- streaming -------------------------------------------------------------------------------------------
@@ -203,6 +210,11 @@ def _native_stream(df: DataFrame, p: Pipeline, ingestion: Column | None, control
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
     step = NativeStep(p, df.schema, record_columns, never_late=never_late(p) and control_wm is None)
     prepared = prepare(df, p, 0, ingestion=ingestion, control_wm=control_wm).withColumns(step.row_columns())
+    counts = F.col(ROW_COUNTS)
+    windows = (counts, F.lit(False)) if step.windows.several_per_row else \
+        (F.col(ROW_IN_WINDOW), counts & ~F.col(ROW_IN_WINDOW))
+    prepared = prepared.observe(metrics.INPUT, *metrics.input_counts(
+        control_wm, metrics.numeric_event_time(df.schema, p.event_time), windows))
     prepared = prepared.select(*[F.col(f"`{c}`") for c in step.stream_columns(prepared.columns)])
     return NativeStreamResult(explain_plan(p, "stream"), step, prepared)
 
@@ -212,6 +224,8 @@ def _stateful_stream(df: DataFrame, p: Pipeline, buckets: int, scripted_clock: b
     """The stateful plan's output: panes and dead letters of every bucket (``stateful``)."""
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
     prepared = prepare(df, p, buckets, ingestion=ingestion, control_wm=control_wm)
+    prepared = prepared.observe(metrics.INPUT, *metrics.input_counts(
+        control_wm, metrics.numeric_event_time(df.schema, p.event_time), None))
     delay_ms = 0 if p.watermark.punctuation else p.watermark.max_delay
     prepared = prepared.withWatermark(WMARK, f"{delay_ms} milliseconds")
     # drop punctuation rows (they only move the watermark); mention WMARK so the filter stays above
@@ -228,8 +242,9 @@ def _stateful_stream(df: DataFrame, p: Pipeline, buckets: int, scripted_clock: b
     integral_out = tuple(f.name for f in pane_schema(p, schema).fields if isinstance(f.dataType, ST.IntegralType))
     processor = BucketProcessor(p, record_columns, out_schema.fieldNames(), scripted_clock, keep, integral,
                                 integral_out)
-    return prepared.groupBy(bucket_alias).transformWithStateInPandas(
+    combined = prepared.groupBy(bucket_alias).transformWithStateInPandas(
         statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
+    return combined.observe(metrics.OUTPUT, *metrics.output_counts(KIND, "dl_reason", *COUNT_COLUMNS))
 
 
 # -- batch -----------------------------------------------------------------------------------------------
@@ -255,7 +270,7 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> BoundedResult:
     invalid = prepared.filter(F.col(INVALID).isNotNull())
     dead = invalid.select(
         F.col(INVALID).alias("reason"),
-        record_json(record_columns).alias("record"),
+        record_json(record_columns, schema).alias("record"),
         F.lit(None).cast("timestamp").alias("watermark"),
         F.lit(None).cast(DEAD_LETTER_SCHEMA["windows"].dataType).alias("windows"),
         F.col(DETAIL).alias("detail"),

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
     from .native.step import NativeStep
+    from .native.store import NativeStream
 
 #: a callback ``f(df, batch_id)`` of ``write_stream``
 Callback = Callable[[DataFrame, int], Any]
@@ -87,6 +88,7 @@ class NativeStreamResult(WindowedResult):
         super().__init__(plan)
         self.step = step
         self.source = source
+        self.stream: NativeStream | None = None  # the last query's (``write_stream``): its watermark
 
     def _none(self, what: str) -> ValueError:
         return ValueError(f"the native streaming plan has no streaming DataFrame of {what}: run it with "
@@ -106,7 +108,7 @@ class NativeStreamResult(WindowedResult):
         micro-batch that has some."""
         from .native.store import NativeStream
 
-        stream = NativeStream(self.step, checkpoint, ordered)
+        stream = self.stream = NativeStream(self.step, checkpoint, ordered)
 
         def each(batch: DataFrame, batch_id: int) -> None:
             stream.run(batch, batch_id, on_panes, on_dead_letters)

@@ -39,6 +39,7 @@ from .columns import (
     EMISSION_PHASE,
     INVALID,
     NUM,
+    RAW,
     SPARK_END_MS,
     TS,
     pane_schema,
@@ -50,6 +51,8 @@ PHASE, ORDER = EMISSION_PHASE, EMISSION_ORDER
 #: a dead letter's columns in the processor's output (its watermark in ms, its record and
 #: windows as JSON)
 DEAD_LETTER_COLUMNS = ("dl_reason", "dl_record", "dl_watermark", "dl_windows", "dl_detail")
+#: a count row's columns (kind "C"): the rows the engine counted in windows, and in no window
+COUNT_COLUMNS = ("counted_rows", "rows_in_no_window")
 _WINDOWS_JSON = "array<struct<start:long,end:long>>"
 
 
@@ -182,6 +185,8 @@ class BucketProcessor(StatefulProcessor):
             res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch, i))
             self._panes(res.panes, 2, out)
             self._letters(res.dead_letters, 2, out)
+            out.append({KIND: ["C"], PHASE: [2], ORDER: [0], COUNT_COLUMNS[0]: [res.counted],
+                        COUNT_COLUMNS[1]: [res.in_no_window]})
         self._save(st)
         if out:
             yield self._frame(out)
@@ -200,8 +205,11 @@ class BucketProcessor(StatefulProcessor):
         pass
 
     # -- output ------------------------------------------------------------------------------------
-    def _record(self, frame: pd.DataFrame, i: int) -> dict:
-        """The original record of row i (column by column: a row Series would upcast ints)."""
+    def _record(self, frame: pd.DataFrame, i: int) -> dict | str:
+        """The original record of row i (column by column: a row Series would upcast ints); the
+        line as read when the reader could not read it whole (RAW)."""
+        if RAW in frame.columns and isinstance(frame[RAW].iat[i], str):
+            return frame[RAW].iat[i]
         out = {}
         for c in self.record_columns:
             if c in frame.columns:
@@ -230,7 +238,8 @@ class BucketProcessor(StatefulProcessor):
         """A one-row block of columns for a dead letter."""
         finite = d.watermark is not None and MIN_TIME < d.watermark < MAX_TIME
         windows = [{"start": s, "end": e} for s, e in d.windows] if d.windows else None
-        values = (str(d.reason), json.dumps(d.record, default=str, sort_keys=False), d.watermark if finite else None,
+        record = d.record if isinstance(d.record, str) else json.dumps(d.record, default=str, sort_keys=False)
+        values = (str(d.reason), record, d.watermark if finite else None,
                   json.dumps(windows) if windows else None, d.detail)
         return {KIND: ["D"], PHASE: [phase], ORDER: [order], **{c: [v] for c, v in zip(DEAD_LETTER_COLUMNS, values)}}
 
@@ -259,6 +268,7 @@ def output_schema(p: Pipeline, schema: ST.StructType) -> ST.StructType:
         fields.append(ST.StructField(f.name, ST.LongType() if bounds else f.dataType, True))
     types = (ST.StringType(), ST.StringType(), ST.LongType(), ST.StringType(), ST.StringType())
     fields += [ST.StructField(c, t) for c, t in zip(DEAD_LETTER_COLUMNS, types)]
+    fields += [ST.StructField(c, ST.LongType()) for c in COUNT_COLUMNS]
     return ST.StructType(fields)
 
 

@@ -392,7 +392,7 @@ def test_cli_replay_prints_panes_and_writes_dead_letters(tmp_path):
     result = CliRunner().invoke(cli.main, ["replay", str(SCENARIOS / "streaming102_heuristic.yaml"),
                                            "--dead-letter", str(out)])
     assert result.exit_code == 0, _stderr(result)
-    panes_ = [json.loads(line) for line in result.output.splitlines()]
+    panes_ = [json.loads(line) for line in result.stdout.splitlines()]
     assert [p["score"] for p in panes_] == [5, 22, 3, 12]
     dead = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(d["reason"], d["record"]["score"]) for d in dead] == [("late", 9)]

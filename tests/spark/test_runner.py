@@ -1,5 +1,6 @@
 """`panes run` end to end on the bundled traffic example: stream and batch from one spec, JSON
-sinks, dead letters in their own sink, and a query restarted from its checkpoint."""
+sinks, dead letters in their own sink, and a query restarted from its checkpoint (the input ended
+explicitly, ``end_input``: ``available_now`` alone keeps the last windows open for a next run)."""
 
 import json
 import shutil
@@ -49,7 +50,7 @@ def test_stream_restart_and_batch(spark, tmp_path):
     # one run over all three files
     whole = tmp_path / "whole"
     whole.mkdir()
-    run_spec(_spec(whole, files), spark=spark, progress=False)
+    run_spec(_spec(whole, files), spark=spark, progress=False, end_input=True)
     panes_whole = _read(spark, whole / "out" / "panes")
     dead_whole = _read(spark, whole / "out" / "dead")
     assert len(panes_whole) == 9  # 3 lights x 3 hours
@@ -65,7 +66,7 @@ def test_stream_restart_and_batch(spark, tmp_path):
     run_spec(_spec(split, files[:2], available_now=False, timeout=25_000), spark=spark, progress=False)
     first = _read(spark, split / "out" / "panes")
     assert 0 < len(first) < 9
-    run_spec(_spec(split, files), spark=spark, progress=False)
+    run_spec(_spec(split, files), spark=spark, progress=False, end_input=True)
     assert _panes(_read(spark, split / "out" / "panes")) == _panes(panes_whole)
     assert sorted(d["reason"] for d in _read(spark, split / "out" / "dead")) == reasons
 

@@ -91,10 +91,17 @@ def load_combine_fn(ref: str) -> CombineFn:
         if not hasattr(obj, part):
             raise ValueError(f"module {mod!r} has no {attr!r} (combine function {ref!r})")
         obj = getattr(obj, part)
-    fn: Any = obj() if isinstance(obj, type) or callable(obj) and not hasattr(obj, "create_accumulator") else obj
+    fn: Any = obj
+    if isinstance(obj, type) or callable(obj) and not hasattr(obj, "create_accumulator"):
+        # a CombineFn class, or a factory of one: called with no arguments
+        try:
+            fn = obj()
+        except Exception as e:
+            raise ValueError(f"combine function {ref!r} is not a CombineFn class or a factory of one: "
+                             f"{ref}() failed: {e}") from None
     for method in ("create_accumulator", "add_input", "merge_accumulators", "extract_output"):
         if not hasattr(fn, method):
-            raise ValueError(f"combine function {ref!r} has no {method}() method")
+            raise ValueError(f"combine function {ref!r} is not a CombineFn: it has no {method}() method")
     if not hasattr(fn, "add_inputs"):
         fn.add_inputs = lambda acc, values: CombineFn.add_inputs(fn, acc, values)
     return fn

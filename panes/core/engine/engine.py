@@ -113,6 +113,9 @@ class Engine:
             out.dead_letters.extend(late_letters(ingested.missed, batch, rows.watermark, record_of,
                                                  self.p.window.report_end))
             state.metrics["rows_late"] += len(ingested.missed)
+        out.counted, out.in_no_window = ingested.counted(len(batch)), ingested.in_no_window
+        for name, n in (("rows_counted", out.counted), ("rows_in_gap", out.in_no_window)):
+            state.metrics[name] = state.metrics.get(name, 0) + n
         out.panes.extend(self._evaluate(state, ingested.touched))
         return out
 

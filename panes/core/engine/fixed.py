@@ -20,7 +20,7 @@ class FixedWindowsIngest:
 
     def ingest(self, state: EngineState, rows: BatchRows, out: Ingested) -> None:
         row, starts, ends = self.window.assign(rows.ts)
-        state.metrics["rows_in_gap"] += int(len(rows.ts) - len(np.unique(row)))
+        out.in_no_window += int(len(rows.ts) - len(np.unique(row)))
         if not len(row):
             return
         kc = rows.codes[row]
@@ -49,7 +49,7 @@ class FixedWindowsIngest:
             if ws is None:
                 ws = wins[w] = ops.new_window(w, wm)
             ops.add(ws, row[b:e], rows.ts, rows.seq, rows.values, rows.processing_time, partials, g)
-            out.touch(key, w)
+            out.touch(key, w, row[b:e])
         for key in [k for k, v in state.keys.items() if not v]:
             del state.keys[key]
 

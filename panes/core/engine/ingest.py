@@ -40,17 +40,33 @@ class BatchRows:
 
 @dataclass
 class Ingested:
-    """What a strategy did with a batch: rows that missed closed windows (row -> the windows), and
-    the (key, window) pairs that got rows, in order."""
+    """What a strategy did with a batch: rows that missed closed windows (row -> the windows), the
+    (key, window) pairs that got rows, in order, the rows added to a window, and how many rows are
+    in no window (a hopping gap)."""
 
     missed: dict[int, list[Window]] = field(default_factory=dict)
     touched: list[tuple[tuple, Window]] = field(default_factory=list)
+    added: list[np.ndarray] = field(default_factory=list)
+    in_no_window: int = 0
 
     def miss(self, row: int, *windows: Window) -> None:
         self.missed.setdefault(row, []).extend(windows)
 
-    def touch(self, key: tuple, window: Window) -> None:
+    def touch(self, key: tuple, window: Window, rows: np.ndarray) -> None:
+        """``rows`` (batch row indices) were added to ``window`` of ``key``."""
         self.touched.append((key, window))
+        self.added.append(rows)
+
+    def counted(self, n: int) -> int:
+        """How many of the batch's ``n`` rows count in a window and missed none (a row late for
+        some of its windows is a dead letter, counted in the others: the accounting counts it
+        among the dead letters)."""
+        mask = np.zeros(n, dtype=bool)
+        for rows in self.added:
+            mask[rows] = True
+        if self.missed:
+            mask[np.fromiter(self.missed, dtype=np.int64, count=len(self.missed))] = False
+        return int(mask.sum())
 
 
 class IngestStrategy(Protocol):

@@ -68,8 +68,9 @@ class MergingWindowsIngest:
                 ws = wins[new_w]
             else:
                 ws = wins[new_w] = self.merge([wins.pop(w) for w in overlapping], new_w, wm, rows.processing_time)
-            ops.add(ws, np.asarray(members, dtype=np.int64), ts, rows.seq, rows.values, rows.processing_time)
-            out.touch(key, new_w)
+            added = np.asarray(members, dtype=np.int64)
+            ops.add(ws, added, ts, rows.seq, rows.values, rows.processing_time)
+            out.touch(key, new_w, added)
 
     def merge(self, olds: list[WindowState], new_w: Window, wm: int, pt: int) -> WindowState:
         """The window merged from ``olds``: their accumulators and trigger states merged; the

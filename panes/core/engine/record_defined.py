@@ -98,7 +98,7 @@ class RecordDefinedIngest:
                     out.miss(i, w)
                 continue
             ops.add(ws, grp[lo:hi], rows.ts, rows.seq, rows.values, pt)
-            out.touch(key, w)
+            out.touch(key, w, grp[lo:hi])
         # 2. retain the new records, then create the windows they define
         recs = state.records[key] = concat_records(state.records.get(key), new_ts, rows.seq[grp],
                                                    {c: v[grp] for c, v in rows.values.items()})
@@ -108,16 +108,16 @@ class RecordDefinedIngest:
             sl = recs.range(w[0], w[1])
             if sl.start == sl.stop:
                 continue
+            # the new records in the window
+            fresh = grp[int(np.searchsorted(new_ts, w[0], "left")):int(np.searchsorted(new_ts, w[1], "left"))]
             if ops.is_expired(w[1], wm):
                 # a window that is already closed: the new records in it missed it
-                lo = int(np.searchsorted(new_ts, w[0], "left"))
-                hi = int(np.searchsorted(new_ts, w[1], "left"))
-                for i in grp[lo:hi].tolist():
+                for i in fresh.tolist():
                     out.miss(i, w)
                 continue
             ws = wins[w] = ops.new_window(w, wm)
             ops.add(ws, np.arange(sl.start, sl.stop), recs.ts, recs.seq, recs.values, pt)
-            out.touch(key, w)
+            out.touch(key, w, fresh)
 
     def _candidates(self, all_ts: np.ndarray, new_ts: np.ndarray) -> set[Window]:
         """The windows the new records may define (given all the key's records)."""

@@ -28,7 +28,7 @@ class Pane:
 @dataclass(frozen=True)
 class DeadLetter:
     reason: str
-    record: dict
+    record: dict | str  # the record, or the raw text of a line that is none (malformed)
     watermark: int | None = None
     windows: tuple = ()  # ((start, end), ...) the windows the record missed
     detail: str | None = None
@@ -79,7 +79,8 @@ class EngineState:
     wake_event: int = MIN_TIME
     wake_clock: int | None = None
     metrics: dict = field(default_factory=lambda: {
-        "rows": 0, "rows_late": 0, "rows_in_gap": 0, "panes": 0, "retractions": 0, "windows_open": 0,
+        "rows": 0, "rows_counted": 0, "rows_late": 0, "rows_in_gap": 0, "panes": 0, "retractions": 0,
+        "windows_open": 0,
     })
 
 
@@ -87,7 +88,12 @@ class EngineState:
 class StepResult:
     panes: list[Pane] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
+    #: valid rows ingested that count in a window and missed none; rows in no window
+    counted: int = 0
+    in_no_window: int = 0
 
     def extend(self, other: StepResult) -> None:
         self.panes.extend(other.panes)
         self.dead_letters.extend(other.dead_letters)
+        self.counted += other.counted
+        self.in_no_window += other.in_no_window

@@ -35,6 +35,11 @@ class WindowFn:
     options: ClassVar[frozenset[str]] = frozenset()
     required: ClassVar[tuple[str, ...]] = ()
 
+    @property
+    def windows_per_record(self) -> int:
+        """How many windows one record is assigned to at most (``Pipeline.max_windows_per_record``)."""
+        return 1
+
     def assign(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows' windows: (row index, window start, window end) arrays, one entry per (row,
         window); a row in no window (a hopping gap) has no entry."""

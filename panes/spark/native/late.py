@@ -65,7 +65,7 @@ class LateSplit:
 
     def record(self) -> Column:
         """A row's record (its input columns) as JSON, for the dead letters."""
-        return record_json(self.step.record_columns)
+        return record_json(self.step.record_columns, self.step.schema)
 
     def row_columns(self) -> dict[str, Column]:
         """The columns of a stream's prepared rows that no watermark changes (``names.ROW_*``;

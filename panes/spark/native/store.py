@@ -4,6 +4,7 @@ the open windows kept in Parquet tables under the checkpoint."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -138,6 +139,8 @@ class NativeStream:
         self._local: bool | None = None  # the tables' types allow collecting them (``collects``)
         self._last: tuple[tuple, DataFrame] | None = None  # the tables the last step left, read back
         self._empty: tuple | None = None  # (session, the panes of a step that closes no window)
+        #: the watermark after the last micro-batch this stream ran (None: none yet), for progress
+        self.watermark: int | None = None
 
     # -- one micro-batch ---------------------------------------------------------------------------
 
@@ -149,6 +152,7 @@ class NativeStream:
             kept = self.load(batch_id)
             stepped = self.step_batch(batch, batch_id, kept)
         self.commit(batch_id, kept, stepped)
+        self.watermark = stepped.watermark
         if stepped.dead:  # (a micro-batch without dead letters does not call the callback: no empty job)
             with plan_building():
                 dead_letters = self.step.dead_letters(batch, kept.watermark, stream=True)
@@ -206,7 +210,11 @@ class NativeStream:
         # (how far the watermark moved: no history yet, or the end of the input, counts as 0)
         moved = new_wm - kept.watermark if MIN_TIME < kept.watermark and new_wm < END_OF_INPUT else 0
         meta = {"watermark": new_wm, "tables": after, "advance": moved}
-        (self.root / f"v{batch_id}" / "meta.json").write_text(json.dumps(meta))
+        # (whole or not at all: a process killed while writing it must not leave half a meta)
+        path = self.root / f"v{batch_id}" / "meta.json"
+        tmp = path.with_name(".meta.json.tmp")
+        tmp.write_text(json.dumps(meta))
+        os.replace(tmp, path)
 
     def clean(self, batch_id: int) -> None:
         """Removes the versions neither this step's nor the one before's meta needs (the one

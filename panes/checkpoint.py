@@ -1,0 +1,174 @@
+"""What a streaming checkpoint remembers beside Spark's own: what its state means, and where its input
+stands. Both are checked before a run reads any data.
+
+- ``<checkpoint>/panes/state.json``: the fields of the spec that shape the state (``STATE_FIELDS``:
+  the windows, the key, the aggregates, the trigger, the accumulation mode, the lateness, the time
+  column and unit, the plan, the buckets). A run whose spec changes one of them is refused, naming
+  the field; other changes (sinks, paths, the trigger interval, the watermark's delay) are allowed.
+- The input's end: ending the input (every window closes) is a run's explicit choice
+  (``--end-input``). It writes control records into the checkpoint's control stream
+  (``<checkpoint>/control/end-<n>.json``), then, once every window closed, ``panes/ended.json``
+  with the source's files as they were. A checkpoint whose input ended refuses more data; a run on
+  it with nothing new to read (the same files: a run killed after the end, run again) has nothing
+  to do; one whose ending was interrupted is finished by a run with ``--end-input``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from .preflight import FILE_FORMATS, local_path
+from .spec import FieldError, RunSpec, SourceSpec
+
+#: the spec's fields that shape a checkpoint's state, in the order they are reported
+STATE_FIELDS = (
+    "window",
+    "key",
+    "aggregates",
+    "trigger",
+    "accumulation",
+    "allowed_lateness",
+    "only_updated_panes",
+    "event_time",
+    "plan",
+    "spark.buckets",
+)
+PANES_DIR = "panes"
+CONTROL_DIR = "control"
+#: the control files of the input's end, in the order the runner writes them
+END_FILES = ("end-0.json", "end-1.json")
+
+
+def state_meaning(spec: RunSpec, plan: str) -> dict:
+    """The spec's fields that shape the state of a stream on ``plan`` (native or stateful), as
+    plain values (durations in ms)."""
+    p = spec.to_pipeline()
+    return {
+        "window": p.window.describe(),
+        "key": list(p.key),
+        "aggregates": {a.output: a.fn.describe() for a in p.aggregates},
+        "trigger": p.trigger.describe(),
+        "accumulation": p.accumulation,
+        "allowed_lateness": p.allowed_lateness,
+        "only_updated_panes": p.only_updated_panes,
+        "event_time": {"column": p.event_time, "unit": p.time_unit} if p.event_time else None,
+        "plan": plan,
+        # (the native plan keeps no buckets: the number does not shape its state)
+        "spark.buckets": spec.spark.buckets if plan == "stateful" else None,
+    }
+
+
+def _text(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "), default=str)
+
+
+def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | None = None) -> list[FieldError]:
+    """Why a run with a spec of this ``meaning`` cannot go on from ``checkpoint`` (empty: it can).
+    ``source``: the spec's; when the input ended and its files are those it ended with, a run may go
+    on (``finished``: it has nothing to do)."""
+    root = Path(checkpoint)
+    afresh = f"start afresh with a new checkpoint directory (or remove {checkpoint})"
+    errors = []
+    saved = _read(root / PANES_DIR / "state.json")
+    if saved is not None:
+        old = saved.get("state", {})
+        for field in STATE_FIELDS:
+            if _text(old.get(field)) != _text(meaning.get(field)):
+                errors.append(
+                    FieldError(
+                        field,
+                        f"changed since checkpoint {checkpoint} was started "
+                        f"({_text(old.get(field))} -> {_text(meaning.get(field))}): "
+                        f"its state holds what the old spec made; {afresh}",
+                    )
+                )
+    ended = _read(root / PANES_DIR / "ended.json")
+    if ended is not None:
+        if source is None or not nothing_new(ended, source):
+            errors.append(
+                FieldError(
+                    "checkpoint",
+                    f"the input of {checkpoint} ended at {ended.get('at')} (a run "
+                    f"with --end-input): every window closed, and more data would all "
+                    f"be late; {afresh}",
+                )
+            )
+    elif ending_begun(checkpoint) and not end_input:
+        errors.append(
+            FieldError(
+                "checkpoint",
+                f"an earlier run began ending the input of {checkpoint} and "
+                f"was stopped: run again with --end-input to finish it",
+            )
+        )
+    return errors
+
+
+def record(checkpoint: str, meaning: dict) -> None:
+    """Remember ``meaning`` in the checkpoint (once: a later run checks against it)."""
+    path = Path(checkpoint) / PANES_DIR / "state.json"
+    if not path.exists():
+        _write(path, {"state": meaning, "since": _now()})
+
+
+def ending_begun(checkpoint: str) -> bool:
+    return (Path(checkpoint) / CONTROL_DIR / END_FILES[0]).exists()
+
+
+def input_ended(checkpoint: str) -> bool:
+    return (Path(checkpoint) / PANES_DIR / "ended.json").exists()
+
+
+def finished(checkpoint: str, source: SourceSpec) -> bool:
+    """Whether the input of ``checkpoint`` ended and ``source`` has nothing new since."""
+    ended = _read(Path(checkpoint) / PANES_DIR / "ended.json")
+    return ended is not None and nothing_new(ended, source)
+
+
+def mark_ended(checkpoint: str, source: SourceSpec) -> None:
+    _write(Path(checkpoint) / PANES_DIR / "ended.json", {"at": _now(), "files": source_files(source)})
+
+
+def nothing_new(ended: dict, source: SourceSpec) -> bool:
+    files = source_files(source)
+    return files is not None and ended.get("files") == files
+
+
+def source_files(source: SourceSpec) -> list | None:
+    """A file source's files (path, size, modification time), sorted; None for another source."""
+    path = local_path(source.path) if source.format in FILE_FORMATS and source.path else None
+    if path is None:
+        return None
+    base = Path(path)
+    found = [base] if base.is_file() else [f for f in base.rglob("*") if f.is_file()]
+    files = (
+        [f for f in found if not any(p.startswith((".", "_")) for p in f.relative_to(base).parts)]
+        if base.is_dir()
+        else found
+    )
+    return sorted([str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        value = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise OSError(f"cannot read {path}: {e}") from None
+    return value if isinstance(value, dict) else None
+
+
+def _write(path: Path, value: dict) -> None:
+    """Write a small JSON file whole or not at all (a run may be killed at any moment)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(value, indent=1) + "\n")
+    os.replace(tmp, path)

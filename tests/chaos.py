@@ -1,0 +1,202 @@
+"""Crash safety of ``panes run``: a run killed with SIGKILL at random moments and run again gives the
+panes and dead letters of an uninterrupted run, each exactly once in its file sinks.
+
+For a plan (native or stateful), on the same input (several files, one micro-batch each, with late
+and malformed records): one uninterrupted ``panes run --end-input``; then, on a fresh checkpoint,
+the same command killed (its whole process group: Python, the JVM, Spark's Python workers) at a
+random moment, again and again, and finally run to its end. The rows of the file sinks are
+compared as multisets. ``make chaos`` runs it 20 times per plan (``python tests/chaos.py``); the
+suite runs it a few times (tests/spark/test_crash_safety.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE_MS = 1_628_326_800_000  # 2021-08-07T09:00:00Z
+FILES = 6
+RECORDS_PER_FILE = 300
+
+
+def write_input(directory: Path, seed: int = 7, files: int = FILES) -> None:
+    """``files`` JSON-lines files, in modification-time order; event times move forward a few
+    minutes per file, out of order within it; a few records late, missing their key, or lines
+    that are not JSON."""
+    r = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for f in range(files):
+        lines = []
+        for _ in range(RECORDS_PER_FILE):
+            t = BASE_MS + f * 240_000 + r.randrange(-60_000, 120_000)
+            rec = {"k": f"key{r.randrange(12)}", "t": t, "v": r.randrange(100)}
+            roll = r.random()
+            if roll < 0.02:
+                rec["t"] = BASE_MS - 3_600_000  # late (after the first file)
+            elif roll < 0.03:
+                del rec["k"]
+            lines.append("not json {" if roll > 0.99 else json.dumps(rec))
+        path = directory / f"part-{f}.json"
+        path.write_text("\n".join(lines) + "\n")
+        os.utime(path, (1_600_000_000 + f, 1_600_000_000 + f))
+
+
+def spec(workdir: Path, plan: str) -> Path:
+    doc = {
+        "name": f"chaos_{plan}",
+        "source": {
+            "format": "json",
+            "path": str(workdir.parent / "input"),
+            "max_files_per_trigger": 1,
+            "schema": "k STRING, t LONG, v LONG",
+        },
+        "event_time": "t",
+        "key": "k",
+        "window": {"tumbling": {"size": "1 minute"}},
+        "watermark": {"max_delay": "1 minute"},
+        "trigger": {"after_watermark": {"early": {"count": 20}, "late": {"count": 1}}},
+        "allowed_lateness": "2 minutes",
+        "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}},
+        "sink": {"format": "json", "path": str(workdir / "panes")},
+        "dead_letter": {"format": "json", "path": str(workdir / "dead")},
+        "checkpoint": str(workdir / "checkpoint"),
+        "spark": {"available_now": True, "plan": plan},
+    }
+    path = workdir / "spec.yaml"
+    workdir.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def command(spec_path: Path) -> list[str]:
+    return [sys.executable, "-m", "panes.cli", "run", str(spec_path), "--end-input", "--quiet"]
+
+
+def run_to_end(spec_path: Path, timeout: float = 600) -> float:
+    """Run the spec uninterrupted; its wall time (s)."""
+    t0 = time.time()
+    proc = subprocess.run(command(spec_path), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"panes run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return time.time() - t0
+
+
+def run_killed(spec_path: Path, after: float) -> bool:
+    """Start the spec and SIGKILL its process group ``after`` seconds; whether it was killed (it
+    may have finished first)."""
+    proc = subprocess.Popen(
+        command(spec_path), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        proc.wait(timeout=after)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return True
+    if proc.returncode != 0:
+        raise RuntimeError(f"panes run failed ({proc.returncode}): {proc.stderr.read().decode()[-2000:]}")
+    return False
+
+
+def sink_rows(directory: Path) -> Counter:
+    """The rows of a file sink (every ``batch=<id>`` directory's committed files) as a multiset of
+    canonical JSON texts."""
+    rows: Counter = Counter()
+    for part in sorted(directory.glob("batch=*/part-*")):
+        for line in part.read_text().splitlines():
+            if line.strip():
+                rows[json.dumps(json.loads(line), sort_keys=True)] += 1
+    return rows
+
+
+def outputs(workdir: Path) -> tuple[Counter, Counter]:
+    return sink_rows(workdir / "panes"), sink_rows(workdir / "dead")
+
+
+def chaos(root: Path, plan: str, kills: int, seed: int, log=print, files: int = FILES,
+          budget: float | None = None) -> dict:
+    """The uninterrupted run, then one killed ``kills`` times (fewer when the kills have taken
+    ``budget`` seconds); the comparison."""
+    write_input(root / "input", files=files)
+    t0 = time.time()
+    reference_dir, chaos_dir = root / f"{plan}-reference", root / f"{plan}-killed"
+    seconds = run_to_end(spec(reference_dir, plan))
+    reference = outputs(reference_dir)
+    r = random.Random(seed)
+    path = spec(chaos_dir, plan)
+    killed = 0
+    moments = []
+    while killed < kills and (budget is None or time.time() - t0 < budget):
+        after = r.uniform(0.15, 1.0) * seconds
+        moments.append(round(after, 1))
+        if not run_killed(path, after):
+            log(f"{plan}: the run ended before the kill at {after:.1f} s; starting afresh")
+            chaos_dir_reset(chaos_dir, plan)
+            continue
+        killed += 1
+        log(f"{plan}: killed {killed}/{kills} at {after:.1f} s")
+    run_to_end(path)
+    got = outputs(chaos_dir)
+    return {
+        "plan": plan,
+        "kills": killed,
+        "moments_s": moments,
+        "uninterrupted_s": round(seconds, 1),
+        "panes": sum(reference[0].values()),
+        "dead_letters": sum(reference[1].values()),
+        "panes_after_kills": sum(got[0].values()),
+        "dead_letters_after_kills": sum(got[1].values()),
+        "identical": got == reference,
+        "missing": _diff(reference, got),
+        "extra": _diff(got, reference),
+    }
+
+
+def chaos_dir_reset(chaos_dir: Path, plan: str) -> None:
+    import shutil
+
+    shutil.rmtree(chaos_dir, ignore_errors=True)
+    spec(chaos_dir, plan)
+
+
+def _diff(a: tuple[Counter, Counter], b: tuple[Counter, Counter]) -> list[str]:
+    return [row for x, y in zip(a, b) for row in (x - y).elements()][:10]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--plans", default="native,stateful")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dir", default=None, help="work directory (default: a new temporary one)")
+    a = ap.parse_args()
+    import tempfile
+
+    root = Path(a.dir or tempfile.mkdtemp(prefix="panes-chaos-"))
+    ok = True
+    for plan in a.plans.split(","):
+        res = chaos(root, plan, a.kills, a.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
+        print(json.dumps(res), flush=True)
+        print(
+            f"{plan}: {res['kills']} SIGKILL restarts; uninterrupted {res['panes']} panes, "
+            f"{res['dead_letters']} dead letters; after the kills {res['panes_after_kills']} panes, "
+            f"{res['dead_letters_after_kills']} dead letters: {'identical' if res['identical'] else 'DIFFERENT'}",
+            flush=True,
+        )
+        ok &= res["identical"]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

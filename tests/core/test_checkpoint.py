@@ -1,0 +1,126 @@
+"""What a checkpoint remembers (panes.checkpoint), without Spark: a spec that changes what the state
+means is refused, naming the field and the checkpoint; changes that leave the state alone pass; a
+checkpoint whose input ended refuses more data but lets a run with nothing new finish; an ending
+that was interrupted needs --end-input."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from panes import checkpoint as ck
+from panes.spec import parse_run_spec
+
+BASE = {
+    "source": {"format": "json", "path": "data", "schema": "k STRING, t LONG, v LONG"},
+    "event_time": "t",
+    "key": "k",
+    "window": {"tumbling": {"size": "1 hour"}},
+    "aggregates": {"n": {"count": "*"}},
+    "sink": {"format": "json", "path": "out/panes"},
+}
+
+
+def _meaning(plan="native", **changes):
+    return ck.state_meaning(parse_run_spec({**BASE, **changes}), plan)
+
+
+@pytest.fixture
+def started(tmp_path):
+    """A checkpoint started with BASE on the native plan."""
+    path = str(tmp_path / "checkpoint")
+    ck.record(path, _meaning())
+    return path
+
+
+@pytest.mark.parametrize(
+    "changes, plan, fields",
+    [
+        ({"window": {"tumbling": {"size": "30 minutes"}}}, "native", ["window"]),
+        (
+            {"window": {"tumbling": {"size": "30 minutes"}}, "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}}},
+            "native",
+            ["window", "aggregates"],
+        ),
+        ({"key": ["k", "v"]}, "native", ["key"]),
+        ({"trigger": {"after_watermark": {"early": {"count": 2}}}}, "native", ["trigger"]),
+        ({"accumulation": "discarding"}, "native", ["accumulation"]),
+        ({"allowed_lateness": "1 minute"}, "native", ["allowed_lateness"]),
+        ({"event_time": {"column": "t", "unit": "s"}}, "native", ["event_time"]),
+        ({"event_time": None}, "native", ["event_time"]),
+        ({}, "stateful", ["plan", "spark.buckets"]),
+    ],
+)
+def test_a_change_to_what_the_state_means_is_refused_naming_the_field(started, changes, plan, fields):
+    errors = ck.check(started, _meaning(plan, **changes), end_input=False)
+    assert [e.field for e in errors] == fields
+    assert all(f"changed since checkpoint {started} was started" in e.reason for e in errors)
+    assert all(e.reason.endswith(f"start afresh with a new checkpoint directory (or remove {started})") for e in errors)
+    if fields == ["window"]:
+        old, new = '{"tumbling": {"offset": 0, "size": 3600000}}', '{"tumbling": {"offset": 0, "size": 1800000}}'
+        assert errors[0].reason.startswith(f"changed since checkpoint {started} was started ({old} -> {new})")
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"sink": {"format": "parquet", "path": "elsewhere"}},
+        {"source": {"format": "json", "path": "other", "schema": "k STRING, t LONG, v LONG, w STRING"}},
+        {"spark": {"trigger_interval": "10 seconds", "shuffle_partitions": 4}},
+        {"watermark": {"max_delay": "5 minutes"}},
+        {"spark": {"buckets": 16}},  # (the native plan keeps no buckets)
+        {"name": "renamed", "timeout": "1 minute", "limits": {"windows_per_record": 5}},
+    ],
+)
+def test_changes_that_leave_the_state_alone_pass(started, changes):
+    assert ck.check(started, _meaning(**changes), end_input=False) == []
+
+
+def test_buckets_shape_the_stateful_plans_state(tmp_path):
+    path = str(tmp_path / "checkpoint")
+    ck.record(path, _meaning("stateful"))
+    assert [e.field for e in ck.check(path, _meaning("stateful", spark={"buckets": 16}), False)] == ["spark.buckets"]
+    # recorded once: a later record does not overwrite what the checkpoint holds
+    ck.record(path, _meaning("stateful", spark={"buckets": 16}))
+    assert [e.field for e in ck.check(path, _meaning("stateful", spark={"buckets": 16}), False)] == ["spark.buckets"]
+
+
+def test_an_ended_input_refuses_new_files_and_lets_a_run_with_nothing_new_finish(tmp_path, started):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "part-0.json").write_text('{"k": "a", "t": 1, "v": 1}\n')
+    (data / "_spark_metadata").mkdir()
+    source = parse_run_spec({**BASE, "source": {**BASE["source"], "path": str(data)}}).source
+    ck.mark_ended(started, source)
+    assert ck.input_ended(started) and ck.finished(started, source)
+    assert ck.check(started, _meaning(), end_input=False, source=source) == []
+    assert ck.check(started, _meaning(), end_input=True, source=source) == []
+    # a file Spark does not read (hidden, metadata) is nothing new
+    (data / "_spark_metadata" / "0").write_text("x")
+    (data / ".part-1.json.crc").write_text("x")
+    assert ck.finished(started, source)
+    (data / "part-1.json").write_text('{"k": "a", "t": 2, "v": 1}\n')
+    os.utime(data / "part-1.json", (1_600_000_000, 1_600_000_000))
+    assert not ck.finished(started, source)
+    (error,) = ck.check(started, _meaning(), end_input=False, source=source)
+    assert error.field == "checkpoint"
+    assert error.reason.startswith(f"the input of {started} ended at ")
+    assert "every window closed, and more data would all be late; start afresh" in error.reason
+
+
+def test_an_interrupted_ending_is_finished_with_end_input(started):
+    control = os.path.join(started, ck.CONTROL_DIR)
+    os.makedirs(control)
+    open(os.path.join(control, ck.END_FILES[0]), "w").close()
+    assert ck.ending_begun(started)
+    (error,) = ck.check(started, _meaning(), end_input=False)
+    assert (error.field, error.reason) == (
+        "checkpoint",
+        f"an earlier run began ending the input of {started} and was stopped: run again with --end-input to finish it",
+    )
+    assert ck.check(started, _meaning(), end_input=True) == []
+
+
+def test_a_new_checkpoint_has_nothing_to_check(tmp_path):
+    assert ck.check(str(tmp_path / "new"), _meaning(), end_input=False) == []
