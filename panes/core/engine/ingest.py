@@ -40,14 +40,20 @@ class BatchRows:
 
 @dataclass
 class Ingested:
-    """What a strategy did with a batch: rows that missed closed windows (row -> the windows), and
-    the (key, window) pairs that got rows, in order."""
+    """What a strategy did with a batch: rows that missed windows (row -> the windows), the rows
+    among them that missed an expired window (``late``; the others missed only windows whose
+    trigger had finished), and the (key, window) pairs that got rows, in order."""
 
     missed: dict[int, list[Window]] = field(default_factory=dict)
+    late: set[int] = field(default_factory=set)
     touched: list[tuple[tuple, Window]] = field(default_factory=list)
 
-    def miss(self, row: int, *windows: Window) -> None:
+    def miss(self, row: int, *windows: Window, closed: bool = False) -> None:
+        """The row missed these windows: expired ones, or (``closed``) ones whose trigger had
+        finished (Beam drops those too: ``droppedDueToClosedWindow``)."""
         self.missed.setdefault(row, []).extend(windows)
+        if not closed:
+            self.late.add(row)
 
     def touch(self, key: tuple, window: Window) -> None:
         self.touched.append((key, window))
@@ -80,14 +86,16 @@ def key_codes(batch: pd.DataFrame, key_columns: Sequence[str]) -> tuple[np.ndarr
     return codes, [tuple(v.item() if isinstance(v, np.generic) else v for v in k) for k in keys]
 
 
-def late_letters(missed: dict[int, list[Window]], batch: pd.DataFrame, watermark: int,
+def late_letters(ingested: Ingested, batch: pd.DataFrame, watermark: int,
                  record_of: Callable[[int], dict] | None, report_end: Callable[[int], int]) -> list[DeadLetter]:
-    """The dead letters of rows that missed closed windows, in row order, naming the windows."""
+    """The dead letters of rows that missed windows, in row order, naming the windows: ``late``
+    when one of them had expired, else ``window_closed``."""
     out = []
-    for i in sorted(missed):
+    for i in sorted(ingested.missed):
         record = record_of(i) if record_of else row_record(batch, i)
-        ws = tuple(sorted(set(missed[i])))
-        out.append(DeadLetter(Reason.LATE, record, watermark, tuple((s, report_end(e)) for s, e in ws)))
+        ws = tuple(sorted(set(ingested.missed[i])))
+        reason = Reason.LATE if i in ingested.late else Reason.WINDOW_CLOSED
+        out.append(DeadLetter(reason, record, watermark, tuple((s, report_end(e)) for s, e in ws)))
     return out
 
 
