@@ -33,12 +33,12 @@ class MergingWindowsIngest:
                 continue
             key = rows.keys[codes[grp[0]]]
             wins = state.keys.setdefault(key, {})
-            self._ingest_key(key, wins, grp, ends, rows, out)
+            self._ingest_key(state, key, wins, grp, ends, rows, out)
             if not wins:
                 del state.keys[key]
 
-    def _ingest_key(self, key: tuple, wins: dict, grp: np.ndarray, ends: np.ndarray, rows: BatchRows,
-                    out: Ingested) -> None:
+    def _ingest_key(self, state: EngineState, key: tuple, wins: dict, grp: np.ndarray, ends: np.ndarray,
+                    rows: BatchRows, out: Ingested) -> None:
         ts, wm, ops = rows.ts, rows.watermark, self.ops
         # late proto-sessions: expired already
         alive = []
@@ -68,13 +68,23 @@ class MergingWindowsIngest:
                 for i in members:
                     out.miss(i, new_w, closed=True)
                 continue
+            protos = {(int(ts[i]), int(ends[i])) for i in members}
             if not overlapping:
                 ws = wins[new_w] = ops.new_window(new_w)
-            elif len(overlapping) == 1 and overlapping[0] == new_w:
-                ws = wins[new_w]
-                ws.hold = None  # a merge: the session's holds come from its new records (WatermarkHold.onMerge)
+            elif overlapping == [new_w] and protos == {new_w}:
+                ws = wins[new_w]  # the records' window is the session itself: no merge
             else:
-                ws = wins[new_w] = self.merge([wins.pop(w) for w in overlapping], new_w, wm, rows.processing_time)
+                # a merge (also of records into a session that keeps its bounds): the merged
+                # windows' holds and timers go, the session's holds come from its new records
+                # (WatermarkHold.onMerge); they held the output watermark as the phase began
+                for w in overlapping:
+                    ops.holds.release(state, wins[w])
+                if overlapping == [new_w]:
+                    ws = wins[new_w]
+                    ws.hold = None
+                else:
+                    ws = wins[new_w] = self.merge([wins.pop(w) for w in overlapping], new_w, wm,
+                                                  rows.processing_time)
             ops.add(ws, np.asarray(members, dtype=np.int64), ts, rows.seq, rows.values, wm, rows.processing_time)
             out.touch(key, new_w)
 
