@@ -62,6 +62,7 @@ class AfterWatermark(Trigger):
         if not ctx.end_of_window_reached:
             st.eow = True
         early, late = node.children
+        phases: tuple[Node | None, ...]
         if ctx.merging:
             # windows can merge: both phases see the elements (a merge can bring the early phase back)
             phases = (early, late)
