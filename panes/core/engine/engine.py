@@ -24,7 +24,7 @@ Spark's watermark and then ``ingest`` for each micro-batch, which is the same se
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -53,12 +53,14 @@ INGEST: dict[str, type] = {
 class Engine:
     """Runs one pipeline. The engine holds no data; all of it is in ``EngineState``."""
 
-    def __init__(self, pipeline: Pipeline):
+    def __init__(self, pipeline: Pipeline, partial: bool = False):
+        """``partial``: the engine runs one part of a stage (a Spark bucket), which cannot see the
+        other parts' holds: a pane whose timing hangs on them is provisional (``Pane.provisional``)."""
         self.p = pipeline
         self.machine = TriggerMachine(pipeline.trigger)
         self.holds = Holds(pipeline.allowed_lateness)
         self.ops = WindowOps(pipeline, self.machine, self.holds)
-        self.firing = Firing(pipeline, self.machine, self.holds)
+        self.firing = Firing(pipeline, self.machine, self.holds, partial)
         self.strategy: IngestStrategy = INGEST[pipeline.window.family](pipeline.window, self.ops)
 
     def new_state(self) -> EngineState:
@@ -89,6 +91,10 @@ class Engine:
         """The stage's output watermark: the input watermark held back by every window's holds and
         pending event-time timers (what a downstream stage takes as its input watermark)."""
         return self.holds.output_watermark(state)
+
+    def earliest_hold(self, state: EngineState) -> int:
+        """The earliest hold or pending event-time timer of the state's windows (END_OF_INPUT: none)."""
+        return self.holds.earliest_of_state(state)
 
     def idle_watermark(self, state: EngineState) -> int:
         """The watermark the idleness timeout allows: the end of the earliest open window whose end

@@ -51,9 +51,11 @@ def ordered(emitted: list[Emitted]) -> list[Pane]:
 
 
 class Firing:
-    def __init__(self, pipeline: Pipeline, machine: TriggerMachine, holds: Holds):
+    def __init__(self, pipeline: Pipeline, machine: TriggerMachine, holds: Holds, partial: bool = False):
         self.machine = machine
         self.holds = holds
+        #: the engine runs one part of the stage (a Spark bucket): see ``Pane.provisional``
+        self.partial = partial
         self.aggs = [a.fn for a in pipeline.aggregates]
         self.discarding = pipeline.accumulation == "discarding"
         self.retracting = pipeline.accumulation == "retracting"
@@ -72,7 +74,7 @@ class Firing:
 
     def emit(self, state: EngineState, key: tuple, ws: WindowState, ctx: Ctx, final: bool) -> list[Emitted]:
         """onTrigger: emit the pane (and retractions) if there is something to say."""
-        timing = self.timing(state, ws, ctx)
+        timing, undecided = self.timing(state, ws, ctx)
         self.holds.release(state, ws)
         ws.hold = None
         out: list[Emitted] = []
@@ -86,11 +88,13 @@ class Firing:
             if self.retracting:
                 out.extend((order_key, p) for p in self._retractions(state, key, ws))
             end = self.report_end(ws.end)
-            out.append((order_key, Pane(key, ws.start, end, timing, ws.next_index, final, False, values)))
+            provisional = (2 if ws.new_count == 0 else 1) if undecided else 0
+            out.append((order_key, Pane(key, ws.start, end, timing, ws.next_index, final, False, values, provisional)))
             state.metrics["panes"] += 1
             ws.next_index += 1
             ws.last_values = values
             ws.last_timing = timing
+            ws.last_provisional = provisional
             if timing != Timing.EARLY.value:
                 ws.nonearly = True
         if self.discarding:
@@ -98,12 +102,17 @@ class Firing:
         ws.new_count = 0
         return out
 
-    def timing(self, state: EngineState, ws: WindowState, ctx: Ctx) -> str:
-        """The pane's timing (``rules.pane_timing``); the output watermark is looked at only when
-        the input watermark has passed the window and no pane that was not EARLY came before."""
+    def timing(self, state: EngineState, ws: WindowState, ctx: Ctx) -> tuple[str, bool]:
+        """The pane's timing (``rules.pane_timing``), and whether it is provisional. The output
+        watermark is looked at only when the input watermark has passed the window and no pane
+        that was not EARLY came before; when this engine runs one part of the stage and its own
+        holds let the output watermark pass the window, the other parts' may not: ON_TIME,
+        provisional."""
         reached = rules.on_time_reached(ws.end, ctx.watermark)
-        late = ws.nonearly or (reached and self.holds.passed(state, ws))
-        return rules.pane_timing(late, reached)
+        passed = reached and not ws.nonearly and self.holds.passed(state, ws)
+        if passed and self.partial:
+            return rules.Timing.ON_TIME.value, True
+        return rules.pane_timing(ws.nonearly or passed, reached), False
 
     def values(self, ws: WindowState) -> tuple:
         """The aggregates' values: with nothing added since the accumulators were created (an
@@ -116,10 +125,11 @@ class Firing:
         """The panes a new pane of ``ws`` restates: those of the windows merged into it, and its
         own previous one."""
         rend = self.report_end
-        out = [Pane(key, s, rend(e), tm, idx, False, True, vals) for (s, e, vals, idx, tm) in ws.pending_retractions]
+        out = [Pane(key, s, rend(e), tm, idx, False, True, vals, prov)
+               for (s, e, vals, idx, tm, prov) in ws.pending_retractions]
         ws.pending_retractions = []
         if ws.last_values is not None:
             out.append(Pane(key, ws.start, rend(ws.end), cast(str, ws.last_timing), ws.next_index - 1, False, True,
-                            ws.last_values))
+                            ws.last_values, ws.last_provisional))
         state.metrics["retractions"] += len(out)
         return out

@@ -112,7 +112,8 @@ class MergingWindowsIngest:
                 continue
             ws.pending_retractions.extend(o.pending_retractions)
             if o.last_values is not None:
-                ws.pending_retractions.append((o.start, o.end, o.last_values, o.next_index - 1, o.last_timing))
+                ws.pending_retractions.append((o.start, o.end, o.last_values, o.next_index - 1, o.last_timing,
+                                               o.last_provisional))
         return ws
 
     def purge(self, state: EngineState) -> None:

@@ -13,7 +13,12 @@ TS = "__ts"  # the event-time column of a batch: int64 epoch milliseconds
 
 @dataclass(frozen=True)
 class Pane:
-    """One output row: a pane of a window, or (``retraction``) the restatement of an earlier one."""
+    """One output row: a pane of a window, or (``retraction``) the restatement of an earlier one.
+
+    ``provisional`` (an engine that runs one part of a stage, ``Engine(partial=True)``: a Spark
+    bucket): 0, the timing is decided; else the pane is ON_TIME unless the stage's output watermark,
+    as the phase began, had passed the window, which only the whole stage knows
+    (``spark.stateful.OutputWatermarks`` decides it); 2 when the pane is empty (not emitted if LATE)."""
 
     key: tuple
     window_start: int
@@ -23,6 +28,7 @@ class Pane:
     is_last: bool
     retraction: bool
     values: tuple
+    provisional: int = 0
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,7 @@ class WindowState:
 
     __slots__ = (
         "start", "end", "acc", "trig", "new_count", "next_index", "last_values", "last_timing",
-        "nonearly", "closed", "hold", "pending_retractions",
+        "last_provisional", "nonearly", "closed", "hold", "pending_retractions",
     )
 
     def __init__(self, start: int, end: int, acc: list, trig: TriggerState):
@@ -52,10 +58,12 @@ class WindowState:
         self.next_index = 0
         self.last_values: tuple | None = None
         self.last_timing: str | None = None
+        self.last_provisional = 0  # the last pane's ``Pane.provisional``
         self.nonearly = False  # a pane that was not EARLY was emitted: the next ones are LATE
         self.closed = False  # the trigger finished: no more data accepted, kept as a tombstone until it expires
         self.hold: int | None = None
-        self.pending_retractions: list = []  # (start, end, values, index, timing) of merged-away windows
+        # (start, end, values, index, timing, provisional) of merged-away windows
+        self.pending_retractions: list = []
 
     def __getstate__(self):
         return tuple(getattr(self, s) for s in self.__slots__)
