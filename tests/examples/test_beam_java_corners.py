@@ -59,14 +59,16 @@ def test_27_5_garbage_collection_without_a_watermark_trigger(tmp_path, name, exp
     assert [p[2:] for p in panes] == expected
 
 
-def test_27_6_a_trigger_that_never_finishes_where_beam_takes_a_once_trigger_is_refused(tmp_path):
+@pytest.mark.parametrize("engine", ["core", "spark"])
+def test_27_6_a_trigger_that_never_finishes_where_beam_takes_a_once_trigger_is_refused(tmp_path, engine):
+    # (on Spark too: the scenario is refused before Spark starts)
     spec = tmp_path / "s.yaml"
     spec.write_text(json.dumps({
         "pipeline": {"event_time": "t", "window": {"tumbling": {"size": 10_000}}, "aggregates": {"n": {"count": "*"}},
                      "trigger": {"or_finally": {"trigger": {"repeatedly": {"after_count": 1}},
                                                 "finally": {"repeatedly": {"after_count": 2}}}}},
         "timeline": [{"end": True}]}))
-    result = CliRunner().invoke(main, ["replay", str(spec)])
+    result = CliRunner().invoke(main, ["replay", str(spec), "--engine", engine])
     assert result.exit_code == 2
     assert result.output.strip() == (
         "error: trigger: trigger.or_finally.finally: repeatedly never finishes; Beam Java takes only a trigger that "
