@@ -22,6 +22,8 @@ class Ops(Protocol):
 
     def greatest(self, a: Any, b: Any) -> Any: ...
 
+    def least(self, a: Any, b: Any) -> Any: ...
+
 
 class ScalarOps:
     """Rules over Python ints and bools."""
@@ -34,6 +36,10 @@ class ScalarOps:
     def greatest(a: Any, b: Any) -> Any:
         return a if a >= b else b
 
+    @staticmethod
+    def least(a: Any, b: Any) -> Any:
+        return a if a <= b else b
+
 
 class ArrayOps:
     """Rules over numpy arrays (element-wise)."""
@@ -45,6 +51,10 @@ class ArrayOps:
     @staticmethod
     def greatest(a: Any, b: Any) -> Any:
         return np.maximum(a, b)
+
+    @staticmethod
+    def least(a: Any, b: Any) -> Any:
+        return np.minimum(a, b)
 
 
 SCALAR: Ops = ScalarOps()
@@ -61,6 +71,7 @@ class Reason(StrEnum):
     INVALID_VALUE = "invalid_value"  # a value that does not fit its column or aggregate
     MALFORMED = "malformed"  # not a record at all (not a JSON object): its raw text is kept
     INVALID_WATERMARK = "invalid_watermark"  # a punctuation record whose watermark is not a time
+    WINDOW_CLOSED = "window_closed"  # its window's trigger had finished (Beam's droppedDueToClosedWindow)
 
 
 #: The checks a record goes through, in this order: the first it fails gives its dead letter's reason
@@ -106,27 +117,58 @@ def end_passed(end: Any, watermark: Any) -> Any:
     return (end < MAX_TIME) & (watermark >= end)
 
 
-def created_late(end: Any, watermark: Any) -> Any:
-    """A window that comes into being after the watermark passed its end: its panes are LATE."""
-    return end_passed(end, watermark)
-
-
 def on_time_reached(end: Any, watermark: Any) -> Any:
-    """Whether a pane fired now is past the window's end (ON_TIME unless a LATE rule applies):
-    its end passed, or the input ended."""
+    """Whether a watermark has passed a window: its end, or the input ended (the global window's
+    end is passed only then). On the input watermark: a pane fired now is not EARLY. On the output
+    watermark: the pane is LATE (Beam's ``PaneInfoTracker.describePane``)."""
     return end_passed(end, watermark) | (watermark >= END_OF_INPUT)
 
 
 def pane_timing(late: Any, reached: Any, ops: Ops = SCALAR) -> Any:
-    """A pane's timing: LATE after a non-early pane or for a window created late (``late``),
-    else ON_TIME once ``on_time_reached``, else EARLY."""
+    """A pane's timing, as Beam Java's ``PaneInfoTracker.describePane``: LATE when an earlier
+    emitted pane was not EARLY or the *output* watermark has passed the window (``late``); else
+    ON_TIME once the *input* watermark has passed it (``reached``); else EARLY."""
     return ops.where(late, Timing.LATE.value, ops.where(reached, Timing.ON_TIME.value, Timing.EARLY.value))
 
 
 def pane_is_emitted(new_elements: Any, timing: Any) -> Any:
     """A firing emits its pane when elements arrived since the last one, or when it is the
-    ON_TIME pane (emitted even when empty, as Beam's FIRE_ALWAYS on-time behaviour)."""
+    ON_TIME pane (emitted even when empty, as Beam's FIRE_ALWAYS on-time behaviour); an empty
+    EARLY or LATE pane is not emitted and takes no index (FIRE_IF_NON_EMPTY)."""
     return (new_elements > 0) | (timing == Timing.ON_TIME.value)
+
+
+def end_of_window_timer(end: Any) -> Any:
+    """The instant of the end-of-window timer ``after_watermark`` sets: the window's last
+    millisecond (Beam's ``maxTimestamp``). An event-time timer at t fires once the watermark is
+    after t."""
+    return end - 1
+
+
+def gc_timer(end: Any, allowed_lateness: int, ops: Ops = SCALAR) -> Any:
+    """The instant of a window's garbage-collection timer (max timestamp + allowed lateness): it
+    fires when the window expires."""
+    return expiry(end, allowed_lateness, ops) - 1
+
+
+def element_hold(end: Any, allowed_lateness: int, watermark: Any, ops: Ops = SCALAR) -> Any:
+    """Where a record holds the output watermark until its window fires (Beam's
+    ``WatermarkHold.addHolds``): at the window's max timestamp when it came before the input
+    ``watermark`` passed the window's end; at the garbage-collection time when it came later."""
+    return ops.where(watermark < end, end - 1, gc_timer(end, allowed_lateness, ops))
+
+
+def processing_timer_fires(deadline: Any, processing_time: Any) -> Any:
+    """A processing-time deadline is reached when the clock is strictly after it (Beam's
+    ``AfterDelayFromFirstElementStateMachine.shouldFire``: ``currentTime.isAfter(delayedUntil)``)."""
+    return processing_time > deadline
+
+
+def output_watermark(input_watermark: Any, earliest_hold: Any, ops: Ops = SCALAR) -> Any:
+    """A stage's output watermark: the input watermark held back by the earliest hold or pending
+    event-time timer of any window of any key (Beam's ``WatermarkManager``: min(input watermark,
+    holds, earliest pending timer))."""
+    return ops.least(input_watermark, earliest_hold)
 
 
 def ingestion_stamp(stamp: Any, latest: Any, ops: Ops = SCALAR) -> Any:

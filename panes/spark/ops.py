@@ -32,6 +32,10 @@ class ColumnOps:
     def greatest(a: Any, b: Any) -> Column:
         return F.greatest(column(a), column(b))
 
+    @staticmethod
+    def least(a: Any, b: Any) -> Column:
+        return F.least(column(a), column(b))
+
 
 class Sql:
     """A SQL expression as text, with Python's operators writing SQL's (``&`` is AND, ``|`` OR,
@@ -123,6 +127,10 @@ class SqlOps:
     @staticmethod
     def greatest(a: Any, b: Any) -> Sql:
         return Sql(f"greatest({sql(a)}, {sql(b)})")
+
+    @staticmethod
+    def least(a: Any, b: Any) -> Sql:
+        return Sql(f"least({sql(a)}, {sql(b)})")
 
 
 COLUMN: Ops = ColumnOps()

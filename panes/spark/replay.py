@@ -28,7 +28,7 @@ from .columns import ACTIVE, CLOCK, MALFORMED, SPARK_END_MS
 from .planner import window_stream
 from .results import NativeStreamResult, StatefulStreamResult
 from .session import get_spark
-from .stateful import KIND, ORDER, PHASE
+from .stateful import KIND, ORDER, PHASE, OutputWatermarks
 
 WM_STEP = "__panes_wm_step"
 INGEST = "__panes_ingest"
@@ -69,10 +69,8 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
             if name not in schema.fieldNames():
                 from pyspark.sql.types import LongType, StructField
                 schema = schema.add(StructField(name, LongType(), True))
-        stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
-                  .json(str(src)))
-        data_cols = [c for c in stream.columns if c not in (WM_STEP,)]
-        stream = stream.select(*data_cols, F.col(WM_STEP))
+        stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src))
+        stream = stream.select(*[c for c in stream.columns if c not in (WM_STEP,)], F.col(WM_STEP))
         result = window_stream(stream, p, buckets=buckets, scripted_clock=True,
                                ingestion=F.col(INGEST), control_wm=WM_STEP, plan=plan)
         batches: dict[int, list] = {}
@@ -103,7 +101,9 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
             q.stop()
         if q.exception():
             raise RuntimeError(str(q.exception()))
-        return _collect(batches, p)
+        # (the stateful plan with allowed lateness: its provisional panes decided, as write_stream does)
+        stateful = isinstance(result, StatefulStreamResult) and p.allowed_lateness > 0
+        return _collect(batches, p, OutputWatermarks(p) if stateful else None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -144,14 +144,15 @@ def _dead_letter(r: dict) -> DeadLetter:
     return DeadLetter(r["dl_reason"], record, r["dl_watermark"], windows, r["dl_detail"])
 
 
-def _collect(batches: dict, p: Pipeline) -> ReplayResult:
+def _collect(batches: dict, p: Pipeline, watermarks: OutputWatermarks | None = None) -> ReplayResult:
     """The panes and dead letters of every micro-batch, in the order the engine emits them:
     per micro-batch, by phase; within a phase, dead letters first, then panes in
-    ``emission_order``, then in the order each firing gave them."""
+    ``emission_order``, then in the order each firing gave them. ``watermarks``: the stateful
+    plan's provisional panes decided (``stateful.OutputWatermarks``)."""
     panes: list[dict] = []
     dead: list[dict] = []
     for bid in sorted(batches):
-        rows = batches[bid]
+        rows = batches[bid] if watermarks is None else watermarks.decide(batches[bid])
         letters = sorted([r for r in rows if r[KIND] == "D"], key=lambda r: (r[PHASE], r[ORDER]))
         dead.extend(dead_letter_record(_dead_letter(r)) for r in letters)
         fired = [(r[PHASE], _pane(r, p), r[ORDER]) for r in rows if r[KIND] == "P"]

@@ -13,7 +13,7 @@ from pyspark.sql import types as ST
 
 from ..core.pipeline import Pipeline
 from .session import plan_building
-from .stateful import dead_letters_of, panes_of
+from .stateful import OutputWatermarks, dead_letters_of, panes_of
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -119,7 +119,9 @@ class NativeStreamResult(WindowedResult):
 class StatefulStreamResult(WindowedResult):
     """Streaming input on the stateful plan: ``panes`` and ``dead_letters`` are streaming
     DataFrames, both from ``combined`` (one query computes both: ``write_stream`` writes each to
-    its callback)."""
+    its callback). With allowed lateness, ``write_stream`` decides the timing of the panes that
+    other buckets' holds may keep ON_TIME (``stateful.OutputWatermarks``); the streaming ``panes``
+    gives them ON_TIME, as their bucket alone would not."""
 
     def __init__(self, plan: str, combined: DataFrame, pipeline: Pipeline, input_schema: ST.StructType):
         super().__init__(plan)
@@ -140,10 +142,13 @@ class StatefulStreamResult(WindowedResult):
     def write_stream(self, on_panes: Callback, on_dead_letters: Callback, checkpoint: str,
                      query_name: str | None = None, ordered: bool = False, **trigger: Any) -> StreamingQuery:
         p, schema = self.pipeline, self.input_schema
+        # (with allowed lateness, the provisional panes are decided here: see ``stateful``)
+        watermarks = OutputWatermarks(p) if p.allowed_lateness > 0 else None
 
         def each(batch: DataFrame, batch_id: int) -> None:
             batch = batch.cache()
-            on_panes(panes_of(batch, p, schema), batch_id)
+            panes = panes_of(batch, p, schema) if watermarks is None else watermarks.panes(batch, p, schema)
+            on_panes(panes, batch_id)
             on_dead_letters(dead_letters_of(batch), batch_id)
             batch.unpersist()
 

@@ -10,6 +10,14 @@ Per micro-batch and bucket the processor does what the core's ``step`` does, in 
 the watermark the core checks lateness against), then ``ingest`` the batch's rows. Spark's
 watermark tracks a projected column, and the processor sees every row, so late rows are
 dead-lettered by the engine, never dropped by Spark.
+
+A pane's timing hangs on the stage's output watermark, the earliest hold of any window of any key
+(``core.engine.holds``); a bucket sees its own. With allowed lateness (else no timing hangs on
+it), each bucket runs a partial engine, whose panes that other buckets' holds may keep ON_TIME are
+provisional, and reports its windows' earliest hold as each phase began (a row of kind "H"); the
+driver, which sees every micro-batch, combines the reports into the stage's output watermark of
+each phase and decides those panes (``OutputWatermarks``, in ``write_stream``; the replay does the
+same). A micro-batch is one bundle of Beam's: the decision needs no other micro-batch.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from ..core import rules
 from ..core.engine import TS as CORE_TS
 from ..core.engine import DeadLetter, Engine, EngineState, Pane
+from ..core.engine.parts import PHASES, PartReport, StageWatermarks
 from ..core.output import pane_columns
 from ..core.pipeline import Pipeline
 from ..core.time import END_OF_INPUT, MAX_TIME, MIN_TIME
@@ -45,8 +54,13 @@ from .columns import (
     pane_schema,
 )
 
-#: what an output row of the processor is: "P", a pane, or "D", a dead letter
+#: what an output row of the processor is: "P", a pane, "D", a dead letter, or "H", a bucket's report
+#: of its holds (``core.engine.parts.PartReport``)
 KIND = "__panes_kind"
+PROVISIONAL = "__panes_provisional"  # a pane's ``Pane.provisional``
+#: a report's bucket, the micro-batch's watermark, and the bucket's earliest hold as each phase began
+#: and after the last
+PART, PART_WATERMARK, PART_HOLDS = "__panes_part", "__panes_part_watermark", "__panes_part_holds"
 PHASE, ORDER = EMISSION_PHASE, EMISSION_ORDER
 #: a dead letter's columns in the processor's output (its watermark in ms, its record and
 #: windows as JSON)
@@ -95,7 +109,9 @@ class BucketProcessor(StatefulProcessor):
         self.input_names = input_names
         self.integral = set(integral_columns)
         self.integral_outputs = set(integral_outputs)
-        self.engine = Engine(pipeline)
+        #: with allowed lateness a pane's timing may hang on other buckets' holds (see the module)
+        self.partial = pipeline.allowed_lateness > 0
+        self.engine = Engine(pipeline, partial=self.partial)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -136,8 +152,35 @@ class BucketProcessor(StatefulProcessor):
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
         st = self._load()
         out: list[dict] = []
+        holds = self._holds(st, [])
         wm = self._watermark(st, timerValues.getCurrentWatermarkInMs())
-        pdf = pd.concat(list(rows), ignore_index=True)
+        pdf, clock, active = self._clock_rows(pd.concat(list(rows), ignore_index=True))
+        # phase 0: what the watermark (and the clock as it stood) made due: the end of the last step
+        res = self.engine.advance(st, wm, self._clock(timerValues), idle=self.scripted_clock or not active)
+        self._panes(res.panes, 0, out)
+        self._holds(st, holds)
+        # phase 1: the clock moves (scripted, or heartbeat rows): processing-time triggers fire
+        if clock is not None and clock > st.processing_time:
+            res = self.engine.advance(st, None, clock, idle=not active)
+            self._panes(res.panes, 1, out)
+        self._holds(st, holds)
+        # phase 2: the batch's rows
+        batch = self._valid_rows(pdf, st, out)
+        if batch is not None:
+            res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch, i))
+            self._panes(res.panes, 2, out)
+            self._letters(res.dead_letters, 2, out)
+            out.append({KIND: ["C"], PHASE: [2], ORDER: [0], COUNT_COLUMNS[0]: [res.counted],
+                        COUNT_COLUMNS[1]: [res.in_no_window]})
+        self._report(key, st, self._holds(st, holds), out)
+        self._save(st)
+        if out:
+            yield self._frame(out)
+
+    def _clock_rows(self, pdf: pd.DataFrame) -> tuple[pd.DataFrame, int | None, bool]:
+        """The micro-batch's rows without its clock rows, the clock they carry, and whether the
+        source is active at this instant (for the idleness timeout: records arrive; a bucket only
+        sees its own keys' records, unless a scripted clock row says so)."""
         if self.input_names is not None:
             pdf.columns = [self.input_names[int(c[1:])] if c.startswith("c") and c[1:].isdigit() else c
                            for c in pdf.columns]
@@ -150,17 +193,10 @@ class BucketProcessor(StatefulProcessor):
                 if ACTIVE in pdf.columns:
                     active = bool(pdf.loc[ticks.notna(), ACTIVE].notna().any())
             pdf = pdf[ticks.isna()]
-        # the source is active at this instant if records arrive (for the idleness timeout); a
-        # bucket only sees its own keys' records, unless a scripted clock row says so
-        active = active or len(pdf) > 0
-        # phase 0: what the watermark (and the clock as it stood) made due: the end of the last step
-        res = self.engine.advance(st, wm, self._clock(timerValues), idle=self.scripted_clock or not active)
-        self._panes(res.panes, 0, out)
-        # phase 1: the clock moves (scripted, or heartbeat rows): processing-time triggers fire
-        if clock is not None and clock > st.processing_time:
-            res = self.engine.advance(st, None, clock, idle=not active)
-            self._panes(res.panes, 1, out)
-        # phase 2: the batch's rows
+        return pdf, clock, active or len(pdf) > 0
+
+    def _valid_rows(self, pdf: pd.DataFrame, st: EngineState, out: list) -> pd.DataFrame | None:
+        """The rows as the engine's batch (None: none); the invalid ones' dead letters go to ``out``."""
         if len(pdf):
             invalid = pdf[INVALID].notna()
             if invalid.any():
@@ -169,37 +205,49 @@ class BucketProcessor(StatefulProcessor):
                     letter = DeadLetter(reason, self._record(bad, i), detail=detail)
                     out.append(self._letter_row(2, letter, -len(bad) + i))
                 pdf = pdf[~invalid]
-        if len(pdf):
-            batch = pdf.rename(columns={TS: CORE_TS}).reset_index(drop=True)
-            for c in self.pipeline.value_columns:
-                if NUM + c in batch.columns:  # a string column read as numbers
-                    batch[c] = batch[NUM + c]
-            restore_integers(batch, [c for c in self.pipeline.value_columns if c in self.integral])
-            batch[CORE_TS] = batch[CORE_TS].astype(np.int64)
-            if self.pipeline.event_time is None:
-                # ingestion time never goes back (Spark's micro-batch time does when the system
-                # clock is set back): a stamp before the latest one this bucket saw counts as
-                # that one, as on the native plan (``NativeStep.on_time``: the stream's latest)
-                # and in the core's replay (its clock)
-                batch[CORE_TS] = rules.ingestion_stamp(batch[CORE_TS], st.max_event_time, rules.ARRAY)
-            res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch, i))
-            self._panes(res.panes, 2, out)
-            self._letters(res.dead_letters, 2, out)
-            out.append({KIND: ["C"], PHASE: [2], ORDER: [0], COUNT_COLUMNS[0]: [res.counted],
-                        COUNT_COLUMNS[1]: [res.in_no_window]})
-        self._save(st)
-        if out:
-            yield self._frame(out)
+        if not len(pdf):
+            return None
+        batch = pdf.rename(columns={TS: CORE_TS}).reset_index(drop=True)
+        for c in self.pipeline.value_columns:
+            if NUM + c in batch.columns:  # a string column read as numbers
+                batch[c] = batch[NUM + c]
+        restore_integers(batch, [c for c in self.pipeline.value_columns if c in self.integral])
+        batch[CORE_TS] = batch[CORE_TS].astype(np.int64)
+        if self.pipeline.event_time is None:
+            # ingestion time never goes back (Spark's micro-batch time does when the system
+            # clock is set back): a stamp before the latest one this bucket saw counts as
+            # that one, as on the native plan (``NativeStep.on_time``: the stream's latest)
+            # and in the core's replay (its clock)
+            batch[CORE_TS] = rules.ingestion_stamp(batch[CORE_TS], st.max_event_time, rules.ARRAY)
+        return batch
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
         st = self._load()
         out: list[dict] = []
+        holds = self._holds(st, [])
         res = self.engine.advance(st, self._watermark(st, timerValues.getCurrentWatermarkInMs()),
                                   self._clock(timerValues))
         self._panes(res.panes, 0, out)
+        self._report(key, st, self._holds(st, holds), out)
         self._save(st)
         if out:
             yield self._frame(out)
+
+    # -- the bucket's holds (with allowed lateness: see the module) ----------------------------------
+    def _holds(self, st: EngineState, holds: list[int]) -> list[int]:
+        """``holds`` with the bucket's earliest hold now (as a phase begins, or after the last)."""
+        if self.partial:
+            holds.append(self.engine.earliest_hold(st))
+        return holds
+
+    def _report(self, key: tuple, st: EngineState, holds: list[int], out: list) -> None:
+        """The bucket's report (``PartReport``): the holds as each phase began, and after the last
+        (a phase the bucket did not run: what the one before left)."""
+        if not self.partial:
+            return
+        holds = holds + [holds[-1]] * (PHASES + 1 - len(holds))
+        out.append({KIND: ["H"], PHASE: [PHASES], ORDER: [0], PART: [int(key[0])], PART_WATERMARK: [st.watermark],
+                    PART_HOLDS: [holds]})
 
     def close(self) -> None:
         pass
@@ -224,7 +272,8 @@ class BucketProcessor(StatefulProcessor):
         if not panes:
             return
         n = len(panes)
-        cols: dict = {KIND: ["P"] * n, PHASE: [phase] * n, ORDER: list(range(n)), **pane_columns(panes, self.pipeline)}
+        cols: dict = {KIND: ["P"] * n, PHASE: [phase] * n, ORDER: list(range(n)), **pane_columns(panes, self.pipeline),
+                      PROVISIONAL: [p.provisional for p in panes]}
         for a in self.pipeline.aggregates:
             if a.output in self.integral_outputs:  # integer input with nulls arrives as float64
                 cols[a.output] = [int(v) if isinstance(v, float) and v.is_integer() else v for v in cols[a.output]]
@@ -269,6 +318,8 @@ def output_schema(p: Pipeline, schema: ST.StructType) -> ST.StructType:
     types = (ST.StringType(), ST.StringType(), ST.LongType(), ST.StringType(), ST.StringType())
     fields += [ST.StructField(c, t) for c, t in zip(DEAD_LETTER_COLUMNS, types)]
     fields += [ST.StructField(c, ST.LongType()) for c in COUNT_COLUMNS]
+    fields += [ST.StructField(PROVISIONAL, ST.IntegerType()), ST.StructField(PART, ST.LongType()),
+               ST.StructField(PART_WATERMARK, ST.LongType()), ST.StructField(PART_HOLDS, ST.ArrayType(ST.LongType()))]
     return ST.StructType(fields)
 
 
@@ -294,3 +345,42 @@ def dead_letters_of(combined: DataFrame) -> DataFrame:
                                              F.timestamp_millis(w["end"]).alias("end"))).alias("windows"),
         F.col("dl_detail").alias("detail"),
     )
+
+
+class OutputWatermarks:
+    """The driver's side of the stage's output watermark (see the module): each micro-batch's
+    bucket reports in, its provisional panes decided (``core.engine.parts.StageWatermarks``). A
+    restarted query starts without the reports of the buckets that have not run since: until they
+    run, their holds count as none."""
+
+    def __init__(self, p: Pipeline):
+        self.stage = StageWatermarks(retracting=p.accumulation == "retracting")
+        self.key = list(p.key)
+
+    def decide(self, rows: list[dict]) -> list[dict]:
+        """A micro-batch's output rows (dicts of the processor's output columns): the reports
+        taken in and left out, the provisional panes' timings decided (an empty LATE one left out)."""
+        self.stage.bundle(PartReport(r[PART], r[PART_WATERMARK], tuple(r[PART_HOLDS])) for r in rows if r[KIND] == "H")
+        out = []
+        for r in sorted((r for r in rows if r[KIND] != "H"), key=lambda r: (r[PHASE], r[ORDER])):
+            if r[KIND] == "P" and r.get(PROVISIONAL):
+                end = MAX_TIME if r["window_end"] is None else r["window_end"]
+                pane = (tuple(r[k] for k in self.key), r["window_start"], r["window_end"], r["pane_index"])
+                timing = self.stage.timing(r[PROVISIONAL], r["timing"], r[PHASE], end, pane, r["retraction"])
+                if timing is None:
+                    continue
+                r = {**r, "timing": timing, PROVISIONAL: 0}
+            out.append(r)
+        return out
+
+    def panes(self, batch: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
+        """A cached micro-batch's panes, the provisional ones decided: they and the reports are
+        collected (few rows: the panes whose timing hangs on other buckets), decided, and put
+        back beside the others."""
+        side = batch.filter((F.col(KIND) == "H") | (F.col(PROVISIONAL) > 0)).collect()
+        decided = self.decide([r.asDict() for r in side])
+        settled = batch.filter(F.coalesce(F.col(PROVISIONAL), F.lit(0)) == 0)
+        if not decided:
+            return panes_of(settled, p, schema)
+        again = batch.sparkSession.createDataFrame(decided, schema=batch.schema)
+        return panes_of(settled.unionByName(again), p, schema)

@@ -5,7 +5,10 @@ pandas batches (``__ts`` int64 ms plus key and value columns), then ends the inp
 (a) no lateness (a large max delay): each (key, window) of tumbling and hopping windows (overlapping
     or with gaps) gets exactly one pane, whose sum / count / members equal a brute-force group-by;
 (b) max delay 0 and any arrival order: nothing is lost (every record is in its windows' panes, in the
-    dead letters as late, or in a hopping gap) and the panes equal brute force over what was on time;
+    dead letters as late, or in a hopping gap), the panes equal brute force over what was on time,
+    and each final pane is LATE exactly when the output watermark (brute force: every live window's
+    hold and garbage-collection timer) had passed the window as the watermark move that collects it
+    began;
 (c) sessions equal a per-key sort-and-split: consecutive records less than a gap apart share a session
     [first, last + gap);
 (d) KIP-450 sliding windows equal the definition: [t - D, t] for every record plus every non-empty
@@ -25,7 +28,7 @@ from hypothesis import strategies as st
 from panes.core.aggregates import Aggregate, CollectList, Count, Sum
 from panes.core.engine import TS, Engine
 from panes.core.pipeline import Pipeline, WatermarkStrategy
-from panes.core.time import MIN_TIME
+from panes.core.time import END_OF_INPUT, MIN_TIME
 from panes.core.windows import Hopping, Sessions, Sliding, Tumbling
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -116,8 +119,7 @@ def group(recs, windows_of):
 
 def pane_table(panes, by_id, late_windows=frozenset()):
     """{(key, start, end): (sum, count, sorted ids)}, asserting one final pane per window: ON_TIME,
-    or LATE for the windows in ``late_windows`` (first created when the watermark had passed
-    their end)."""
+    or LATE for the windows in ``late_windows``."""
     out = {}
     for p in panes:
         w = (p.key[0], p.window_start, p.window_end)
@@ -167,33 +169,42 @@ def test_nothing_is_lost_with_max_delay_zero(data, window, lateness):
     panes, dead, metrics = run(pipeline(window, max_delay=0, lateness=lateness), batches)
 
     # the definition: a batch is checked against the watermark from before it (the largest event
-    # time of the earlier batches); a record misses the windows that expired by then
+    # time of the earlier batches); a record misses the windows that expired by then. A record holds
+    # the output watermark at its window's end - 1 when it came before the watermark passed the end,
+    # else at the garbage-collection time end + lateness - 1, as does every live window's GC timer.
+    # When a watermark move collects windows, the output watermark is the new watermark held back
+    # by every window alive as the move began: a collected window's pane is LATE when that passed
+    # its end.
     wm = MIN_TIME
     counted, missed = [], {}
-    created_late = set()  # windows whose first record came when the watermark had passed their end
-    seen = set()
-    for b in batches:
-        for r in b:
+    holds = {}  # live window -> earliest hold or timer
+    late_finals = set()  # the windows whose final pane is LATE by that rule
+    for b in batches + [None]:
+        for r in b or []:
             for w in brute_windows(window, r["t"]):
                 if wm >= w[1] + lateness:
                     missed.setdefault(r["id"], (wm, []))[1].append(w)
                 else:
                     counted.append((r, w))
-                    if (r["k"], *w) not in seen:
-                        seen.add((r["k"], *w))
-                        if wm >= w[1]:
-                            created_late.add((r["k"], *w))
-        if b:
-            wm = max(wm, max(r["t"] for r in b))
+                    hold = w[1] - 1 if wm < w[1] else w[1] + lateness - 1
+                    kw = (r["k"], *w)
+                    holds[kw] = min(holds.get(kw, w[1] + lateness - 1), hold)
+        new_wm = END_OF_INPUT if b is None else max([wm] + [r["t"] for r in b])
+        output = min([new_wm] + list(holds.values()))
+        for kw in [kw for kw in holds if new_wm >= kw[2] + lateness]:
+            if output >= kw[2]:
+                late_finals.add(kw)
+            del holds[kw]
+        wm = new_wm
 
     by_id = {r["id"]: r for r in recs}
     groups = defaultdict(list)
     for r, w in counted:
         groups[(r["k"], *w)].append(r["id"])
     want = expected_table({k: sorted(v) for k, v in groups.items()}, by_id)
-    assert pane_table(panes, by_id, created_late) == want
+    assert pane_table(panes, by_id, late_finals) == want
     if lateness == 0:
-        assert not created_late
+        assert not late_finals
 
     got_dead = {}
     for d in dead:

@@ -53,15 +53,38 @@ def test_is_expired():
     assert got[(MAX_TIME, 0, MAX_TIME)] is False and got[(MAX_TIME, 0, END_OF_INPUT)] is True
 
 
-def test_end_passed_created_late_on_time_reached():
+def test_end_passed_on_time_reached():
     passed = agree(lambda end, wm, ops: rules.end_passed(end, wm), ENDS, WATERMARKS)
-    late = agree(lambda end, wm, ops: rules.created_late(end, wm), ENDS, WATERMARKS)
     reached = agree(lambda end, wm, ops: rules.on_time_reached(end, wm), ENDS, WATERMARKS)
     assert passed[(10, 10)] is True and passed[(10, 9)] is False
     assert passed[(MAX_TIME, END_OF_INPUT)] is False  # the global window's end is never passed
-    assert late == passed
     assert reached[(MAX_TIME, END_OF_INPUT)] is True and reached[(MAX_TIME, MAX_TIME)] is False
     assert all(reached[p] == (passed[p] or p[1] >= END_OF_INPUT) for p in reached)
+
+
+def test_timers_and_holds():
+    eow = agree(lambda end, ops: rules.end_of_window_timer(end), ENDS)
+    gc = agree(lambda end, lateness, ops: rules.gc_timer(end, lateness, ops), ENDS, LATENESS)
+    hold = agree(lambda end, lateness, wm, ops: rules.element_hold(end, lateness, wm, ops), ENDS, LATENESS, WATERMARKS)
+    assert eow[(10,)] == 9  # the window's max timestamp: fires once the watermark is after it, at 10
+    assert gc[(10, 5)] == 14 and gc[(10, 0)] == 9  # max timestamp + allowed lateness
+    assert gc[(MAX_TIME, 5)] == END_OF_INPUT - 1  # the global window: at the end of input
+    # a record before the watermark passed the end holds at the max timestamp, a later one at GC time
+    assert hold[(10, 5, 9)] == 9 and hold[(10, 5, 10)] == 14 and hold[(10, 5, 11)] == 14
+    assert hold[(MAX_TIME, 5, MAX_TIME - 1)] == MAX_TIME - 1
+    # a timer or hold never lets the window expire unseen: each is before the expiry
+    assert all(h < rules.expiry(p[0], p[1]) for p, h in hold.items() if p[0] > MIN_TIME)
+
+
+def test_processing_timers_fire_strictly_after_their_instant():
+    fires = agree(lambda t, pt, ops: rules.processing_timer_fires(t, pt), [0, 5, 10], [4, 5, 6])
+    assert fires[(5, 5)] is False and fires[(5, 6)] is True and fires[(5, 4)] is False
+
+
+def test_output_watermark():
+    got = agree(lambda wm, hold, ops: rules.output_watermark(wm, hold, ops), WATERMARKS, [9, 14, END_OF_INPUT])
+    assert got[(15, 9)] == 9 and got[(15, 14)] == 14 and got[(15, END_OF_INPUT)] == 15
+    assert got[(END_OF_INPUT, END_OF_INPUT)] == END_OF_INPUT
 
 
 def test_pane_timing_and_emission():
@@ -108,7 +131,8 @@ def test_first_failure_follows_the_checks_in_order():
 
 def test_validation_order():
     assert [rules.validation_rank(r) for r in VALIDATION_ORDER] == list(range(len(VALIDATION_ORDER)))
-    assert set(VALIDATION_ORDER) == set(Reason) - {Reason.LATE}  # late is decided by the windows, later
+    # late and window_closed are decided by the windows, later
+    assert set(VALIDATION_ORDER) == set(Reason) - {Reason.LATE, Reason.WINDOW_CLOSED}
 
 
 @pytest.mark.parametrize("faults", [f for n in range(1, 6) for f in itertools.combinations(

@@ -41,7 +41,7 @@ def test_3_processing_time_is_not_compared_with_window_ends():
     # does not close the window (Beam Python labels it LATE and closes it)
     res = run({"window": {"tumbling": {"size": 10_000}},
                "trigger": {"after_watermark": {"early": {"after_processing_time": 1000}}}},
-              [{"processing_time": 50_000, "add": [{"t": 1000}]}, {"processing_time": 51_000},
+              [{"processing_time": 50_000, "add": [{"t": 1000}]}, {"processing_time": 51_001},
                {"add": [{"t": 2000}]}, {"watermark": 10_000}])
     assert rows(res) == [("00", "EARLY", 0, False, [1000]), ("00", "ON_TIME", 1, True, [1000, 2000])]
 
@@ -55,8 +55,8 @@ def test_4_after_processing_time_is_a_state_not_a_callback():
     res = run({"window": "global", "trigger": {"repeatedly": {"after_any": [{"after_count": 3},
                                                                             {"after_processing_time": 1000}]}},
                "accumulation": "discarding"},
-              [{"processing_time": 0, "add": [{"t": 1}, {"t": 2}]}, {"processing_time": 1000},
-               {"add": [{"t": 3}]}, {"add": [{"t": 4}]}, {"processing_time": 2000}])
+              [{"processing_time": 0, "add": [{"t": 1}, {"t": 2}]}, {"processing_time": 1001},
+               {"add": [{"t": 3}]}, {"add": [{"t": 4}]}, {"processing_time": 2002}])
     assert [p["v"] for p in res.panes] == [[1, 2], [3, 4]]
 
 

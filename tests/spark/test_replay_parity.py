@@ -213,7 +213,7 @@ def _random_counting_trigger_scenario(seed):
     triggers = [{"after_watermark": {"early": {"count": 1}}},
                 {"after_watermark": {"early": {"count": 2}, "late": {"count": 1}}},
                 {"after_watermark": {"late": {"count": 2}}},
-                {"after_watermark": {"early": {"repeatedly": {"after_count": 3}}, "late": {"count": 1}}}]
+                {"after_watermark": {"early": {"after_count": 3}, "late": {"count": 1}}}]
     timeline = []
     for _ in range(7):
         timeline.append({"add": [{"k": rnd.choice("ab"), "t": rnd.randint(0, 20_000), "v": rnd.choice([None, *range(10)])}

@@ -33,6 +33,10 @@ class Sum(AggregateFn):
     def extract(self, acc: Any) -> Any:
         return acc
 
+    def empty_value(self) -> Any:
+        # the identity of addition (Beam's Sum); a sum of only null values stays null, as in SQL
+        return 0
+
     def partials(self, values: Any, begins: np.ndarray, n_rows: int) -> list | None:
         if values.dtype.kind in "iub":
             return np.add.reduceat(values, begins).tolist()

@@ -78,6 +78,13 @@ class AggregateFn:
     def extract(self, acc: Any) -> Any:
         raise NotImplementedError
 
+    def empty_value(self) -> Any:
+        """The value of a pane with no input (an empty ON_TIME pane in discarding mode): the
+        combiner's identity where there is one, as Beam's ``extractOutput(createAccumulator())``
+        (count 0, count_distinct 0, collect_list and top_k []), else None (min, max, avg, first,
+        last, median, percentile)."""
+        return self.extract(self.create())
+
     def partials(self, values: Any, begins: np.ndarray, n_rows: int) -> list | None:
         """Accumulators of many groups at once, for rows already sorted by group (group g is
         rows[begins[g]:begins[g+1]]), or None when the function has no vectorised form."""

@@ -1,6 +1,7 @@
 """The windowing engine (``engine.Engine``) and its parts: its values (``state``), the ingest
 protocol (``ingest``) with one strategy per window family (``fixed``, ``merging``,
-``record_defined``), what strategies do to windows (``window_ops``), and firing (``firing``)."""
+``record_defined``), what strategies do to windows (``window_ops``), firing (``firing``), and the
+watermark holds and output watermark (``holds``)."""
 
 from .engine import INGEST, Engine
 from .firing import sort_key

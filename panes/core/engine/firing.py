@@ -1,10 +1,12 @@
 """Firing a window: its trigger's ``on_fire``, then its pane (with retractions) if there is
 something to say, in the accumulation mode of the pipeline.
 
-Pane timing follows Beam Java's PaneInfoTracker (``rules.pane_timing``): EARLY before the watermark
-passes the window end; the first pane after it ON_TIME (even when empty, as Beam's FIRE_ALWAYS
-on-time behaviour); LATE after a non-early pane, or for a window that came into being when the
-watermark had already passed its end.
+Pane timing follows Beam Java's ``PaneInfoTracker.describePane`` (``rules.pane_timing``): LATE
+after a pane that was not EARLY, or when the stage's output watermark (``holds``) had passed the
+window; else EARLY while the input watermark has not passed the window's end; else ON_TIME. An
+empty pane is emitted only when ON_TIME (Beam's FIRE_ALWAYS on-time behaviour), with each
+aggregate's value for no input; a pane not emitted takes no index. Every firing releases the
+window's holds.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from .. import rules
 from ..pipeline import Pipeline
 from ..rules import Timing
 from ..triggers import Ctx, TriggerMachine
+from .holds import Holds
 from .state import EngineState, Pane, WindowState
 
 #: a pane and the key that orders the panes of one evaluation (window end, start, key)
@@ -48,8 +51,11 @@ def ordered(emitted: list[Emitted]) -> list[Pane]:
 
 
 class Firing:
-    def __init__(self, pipeline: Pipeline, machine: TriggerMachine):
+    def __init__(self, pipeline: Pipeline, machine: TriggerMachine, holds: Holds, partial: bool = False):
         self.machine = machine
+        self.holds = holds
+        #: the engine runs one part of the stage (a Spark bucket): see ``Pane.provisional``
+        self.partial = partial
         self.aggs = [a.fn for a in pipeline.aggregates]
         self.discarding = pipeline.accumulation == "discarding"
         self.retracting = pipeline.accumulation == "retracting"
@@ -68,11 +74,13 @@ class Firing:
 
     def emit(self, state: EngineState, key: tuple, ws: WindowState, ctx: Ctx, final: bool) -> list[Emitted]:
         """onTrigger: emit the pane (and retractions) if there is something to say."""
-        timing = rules.pane_timing(ws.created_late or ws.nonearly, rules.on_time_reached(ws.end, ctx.watermark))
+        timing, undecided = self.timing(state, ws, ctx)
+        self.holds.release(state, ws)
+        ws.hold = None
         out: list[Emitted] = []
         if not rules.pane_is_emitted(ws.new_count, timing):
             return out
-        values = tuple(a.extract(acc) for a, acc in zip(self.aggs, ws.acc))
+        values = self.values(ws)
         skip = self.only_updated_panes and (
             ws.new_count == 0 or (not self.discarding and values_equal(values, ws.last_values)))
         if not skip:
@@ -80,11 +88,13 @@ class Firing:
             if self.retracting:
                 out.extend((order_key, p) for p in self._retractions(state, key, ws))
             end = self.report_end(ws.end)
-            out.append((order_key, Pane(key, ws.start, end, timing, ws.next_index, final, False, values)))
+            provisional = (2 if ws.new_count == 0 else 1) if undecided else 0
+            out.append((order_key, Pane(key, ws.start, end, timing, ws.next_index, final, False, values, provisional)))
             state.metrics["panes"] += 1
             ws.next_index += 1
             ws.last_values = values
             ws.last_timing = timing
+            ws.last_provisional = provisional
             if timing != Timing.EARLY.value:
                 ws.nonearly = True
         if self.discarding:
@@ -92,14 +102,34 @@ class Firing:
         ws.new_count = 0
         return out
 
+    def timing(self, state: EngineState, ws: WindowState, ctx: Ctx) -> tuple[str, bool]:
+        """The pane's timing (``rules.pane_timing``), and whether it is provisional. The output
+        watermark is looked at only when the input watermark has passed the window and no pane
+        that was not EARLY came before; when this engine runs one part of the stage and its own
+        holds let the output watermark pass the window, the other parts' may not: ON_TIME,
+        provisional."""
+        reached = rules.on_time_reached(ws.end, ctx.watermark)
+        passed = reached and not ws.nonearly and self.holds.passed(state, ws)
+        if passed and self.partial:
+            return rules.Timing.ON_TIME.value, True
+        return rules.pane_timing(ws.nonearly or passed, reached), False
+
+    def values(self, ws: WindowState) -> tuple:
+        """The aggregates' values: with nothing added since the accumulators were created (an
+        empty pane in discarding mode), each aggregate's value for no input."""
+        if self.discarding and ws.new_count == 0:
+            return tuple(a.empty_value() for a in self.aggs)
+        return tuple(a.extract(acc) for a, acc in zip(self.aggs, ws.acc))
+
     def _retractions(self, state: EngineState, key: tuple, ws: WindowState) -> list[Pane]:
         """The panes a new pane of ``ws`` restates: those of the windows merged into it, and its
         own previous one."""
         rend = self.report_end
-        out = [Pane(key, s, rend(e), tm, idx, False, True, vals) for (s, e, vals, idx, tm) in ws.pending_retractions]
+        out = [Pane(key, s, rend(e), tm, idx, False, True, vals, prov)
+               for (s, e, vals, idx, tm, prov) in ws.pending_retractions]
         ws.pending_retractions = []
         if ws.last_values is not None:
             out.append(Pane(key, ws.start, rend(ws.end), cast(str, ws.last_timing), ws.next_index - 1, False, True,
-                            ws.last_values))
+                            ws.last_values, ws.last_provisional))
         state.metrics["retractions"] += len(out)
         return out

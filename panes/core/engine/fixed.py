@@ -43,12 +43,13 @@ class FixedWindowsIngest:
                 wins = state.keys[key] = {}
             ws = wins.get(w)
             if ops.is_expired(w[1], wm) or (ws is not None and ws.closed):
+                closed = not ops.is_expired(w[1], wm)
                 for i in row[b:e].tolist():
-                    out.miss(i, w)
+                    out.miss(i, w, closed=closed)
                 continue
             if ws is None:
-                ws = wins[w] = ops.new_window(w, wm)
-            ops.add(ws, row[b:e], rows.ts, rows.seq, rows.values, rows.processing_time, partials, g)
+                ws = wins[w] = ops.new_window(w)
+            ops.add(ws, row[b:e], rows.ts, rows.seq, rows.values, wm, rows.processing_time, partials, g)
             out.touch(key, w, row[b:e])
         for key in [k for k, v in state.keys.items() if not v]:
             del state.keys[key]

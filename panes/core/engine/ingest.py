@@ -9,8 +9,9 @@ only through ``WindowOps``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
@@ -40,17 +41,23 @@ class BatchRows:
 
 @dataclass
 class Ingested:
-    """What a strategy did with a batch: rows that missed closed windows (row -> the windows), the
-    (key, window) pairs that got rows, in order, the rows added to a window, and how many rows are
-    in no window (a hopping gap)."""
+    """What a strategy did with a batch: rows that missed windows (row -> the windows), the rows
+    among them that missed an expired window (``late``; the others missed only windows whose
+    trigger had finished), the (key, window) pairs that got rows, in order, the rows added to a
+    window, and how many rows are in no window (a hopping gap)."""
 
     missed: dict[int, list[Window]] = field(default_factory=dict)
+    late: set[int] = field(default_factory=set)
     touched: list[tuple[tuple, Window]] = field(default_factory=list)
     added: list[np.ndarray] = field(default_factory=list)
     in_no_window: int = 0
 
-    def miss(self, row: int, *windows: Window) -> None:
+    def miss(self, row: int, *windows: Window, closed: bool = False) -> None:
+        """The row missed these windows: expired ones, or (``closed``) ones whose trigger had
+        finished (Beam drops those too: ``droppedDueToClosedWindow``)."""
         self.missed.setdefault(row, []).extend(windows)
+        if not closed:
+            self.late.add(row)
 
     def touch(self, key: tuple, window: Window, rows: np.ndarray) -> None:
         """``rows`` (batch row indices) were added to ``window`` of ``key``."""
@@ -96,14 +103,16 @@ def key_codes(batch: pd.DataFrame, key_columns: Sequence[str]) -> tuple[np.ndarr
     return codes, [tuple(v.item() if isinstance(v, np.generic) else v for v in k) for k in keys]
 
 
-def late_letters(missed: dict[int, list[Window]], batch: pd.DataFrame, watermark: int,
+def late_letters(ingested: Ingested, batch: pd.DataFrame, watermark: int,
                  record_of: Callable[[int], dict] | None, report_end: Callable[[int], int]) -> list[DeadLetter]:
-    """The dead letters of rows that missed closed windows, in row order, naming the windows."""
+    """The dead letters of rows that missed windows, in row order, naming the windows: ``late``
+    when one of them had expired, else ``window_closed``."""
     out = []
-    for i in sorted(missed):
+    for i in sorted(ingested.missed):
         record = record_of(i) if record_of else row_record(batch, i)
-        ws = tuple(sorted(set(missed[i])))
-        out.append(DeadLetter(Reason.LATE, record, watermark, tuple((s, report_end(e)) for s, e in ws)))
+        ws = tuple(sorted(set(ingested.missed[i])))
+        reason = Reason.LATE if i in ingested.late else Reason.WINDOW_CLOSED
+        out.append(DeadLetter(reason, record, watermark, tuple((s, report_end(e)) for s, e in ws)))
     return out
 
 

@@ -94,10 +94,11 @@ class RecordDefinedIngest:
             if lo == hi:
                 continue
             if ws.closed or ops.is_expired(w[1], wm):
+                closed = not ops.is_expired(w[1], wm)
                 for i in grp[lo:hi].tolist():
-                    out.miss(i, w)
+                    out.miss(i, w, closed=closed)
                 continue
-            ops.add(ws, grp[lo:hi], rows.ts, rows.seq, rows.values, pt)
+            ops.add(ws, grp[lo:hi], rows.ts, rows.seq, rows.values, wm, pt)
             out.touch(key, w, grp[lo:hi])
         # 2. retain the new records, then create the windows they define
         recs = state.records[key] = concat_records(state.records.get(key), new_ts, rows.seq[grp],
@@ -115,8 +116,8 @@ class RecordDefinedIngest:
                 for i in fresh.tolist():
                     out.miss(i, w)
                 continue
-            ws = wins[w] = ops.new_window(w, wm)
-            ops.add(ws, np.arange(sl.start, sl.stop), recs.ts, recs.seq, recs.values, pt)
+            ws = wins[w] = ops.new_window(w)
+            ops.add(ws, np.arange(sl.start, sl.stop), recs.ts, recs.seq, recs.values, wm, pt)
             out.touch(key, w, fresh)
 
     def _candidates(self, all_ts: np.ndarray, new_ts: np.ndarray) -> set[Window]:

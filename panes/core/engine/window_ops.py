@@ -1,4 +1,5 @@
-"""What an ingest strategy does to windows: when one expires, create one, add rows to one."""
+"""What an ingest strategy does to windows: when one expires, create one, add rows to one (its
+accumulators, its trigger, its hold on the output watermark)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,19 @@ import numpy as np
 
 from .. import rules
 from ..pipeline import Pipeline
-from ..triggers import TriggerMachine
+from ..triggers import Ctx, TriggerMachine
 from ..windows import Window
+from .holds import Holds
 from .state import WindowState
 
 
 class WindowOps:
-    def __init__(self, pipeline: Pipeline, machine: TriggerMachine):
+    def __init__(self, pipeline: Pipeline, machine: TriggerMachine, holds: Holds):
         self.aggs = [a.fn for a in pipeline.aggregates]
         self.machine = machine
+        self.holds = holds
         self.lateness = pipeline.allowed_lateness
+        self.merging = pipeline.window.family == "merging"
 
     def expiry(self, end: int) -> int:
         """The watermark at which a window ending at ``end`` expires."""
@@ -27,15 +31,15 @@ class WindowOps:
         """Whether the watermark reached the window's expiry: its state goes, a record for it is late."""
         return rules.is_expired(end, self.lateness, watermark)
 
-    def new_window(self, w: Window, watermark: int) -> WindowState:
-        """A window that comes into being at this watermark (LATE panes if its end passed)."""
-        return WindowState(w[0], w[1], [a.create() for a in self.aggs], self.machine.new_state(),
-                           created_late=rules.created_late(w[1], watermark))
+    def new_window(self, w: Window) -> WindowState:
+        """A window that comes into being."""
+        return WindowState(w[0], w[1], [a.create() for a in self.aggs], self.machine.new_state())
 
     def add(self, ws: WindowState, rows: np.ndarray, ts: np.ndarray, seq: np.ndarray, values: dict,
-            processing_time: int, partials: list | None = None, group: int = 0) -> None:
-        """Add rows (indices into ``ts``, ``seq`` and ``values``) to a window: its accumulators,
-        from ``partials[j][group]`` where aggregate j has them, and its trigger."""
+            watermark: int, processing_time: int, partials: list | None = None, group: int = 0) -> None:
+        """Add rows (indices into ``ts``, ``seq`` and ``values``) that came at this input
+        ``watermark`` and clock to a window: its accumulators, from ``partials[j][group]`` where
+        aggregate j has them, its trigger, and its hold."""
         t: Any = None
         s: Any = None
         for j, a in enumerate(self.aggs):
@@ -49,4 +53,5 @@ class WindowOps:
             ws.acc[j] = a.add_group(ws.acc[j], v, t, s)
         k = len(rows)
         ws.new_count += k
-        self.machine.on_element(ws.trig, k, processing_time)
+        self.holds.add(ws, watermark)
+        self.machine.on_element(ws.trig, k, Ctx(watermark, processing_time, ws.end, self.merging))

@@ -23,7 +23,10 @@ class AfterAny(Trigger):
 
     @classmethod
     def from_spec(cls, name: str, arg: Any, site: SpecSite) -> Trigger:
-        return cls(site.parse_list(arg, name))
+        return cls(site.parse_list(arg, name, once=True))
+
+    def can_finish(self) -> bool:
+        return True
 
     def should_fire(self, node: Node, st: TriggerState, ctx: Ctx) -> bool:
         return any(k.should_fire(st, ctx) for k in node.kids)

@@ -29,7 +29,10 @@ class AfterCount(Trigger):
         trigger = cls(site.positive_int(arg, name))
         return site.repeat(trigger) if name == "count" else trigger
 
-    def on_element(self, node: Node, st: TriggerState, n: int, pt: int) -> None:
+    def can_finish(self) -> bool:
+        return True
+
+    def on_element(self, node: Node, st: TriggerState, n: int, ctx: Ctx) -> None:
         node.set_data(st, (node.data(st) or 0) + n)
 
     def should_fire(self, node: Node, st: TriggerState, ctx: Ctx) -> bool:

@@ -25,11 +25,17 @@ class AfterEach(Trigger):
     def from_spec(cls, name: str, arg: Any, site: SpecSite) -> Trigger:
         return cls(site.parse_list(arg, name))
 
-    def on_element(self, node: Node, st: TriggerState, n: int, pt: int) -> None:
+    def on_element(self, node: Node, st: TriggerState, n: int, ctx: Ctx) -> None:
+        if ctx.merging:
+            # windows can merge: every trigger sees the elements, since a merge can bring an
+            # earlier one back (Beam's AfterEachStateMachine.onElement when isMerging())
+            for k in node.kids:
+                k.on_element(st, n, ctx)
+            return
         # only the current trigger sees the elements
         current = node.first_unfinished(st)
         if current is not None:
-            current.on_element(st, n, pt)
+            current.on_element(st, n, ctx)
 
     def should_fire(self, node: Node, st: TriggerState, ctx: Ctx) -> bool:
         current = node.first_unfinished(st)
@@ -39,12 +45,12 @@ class AfterEach(Trigger):
         current = node.first_unfinished(st)
         if current is not None:
             current.on_fire(st, ctx)
+        if ctx.merging:
+            # each pending pane starts every trigger afresh (they all ran in parallel)
+            for k in node.kids:
+                k.clear(st)
         node.set_finished(st, node.first_unfinished(st) is None)
 
     def on_merge(self, node: Node, states: Sequence[TriggerState], out: TriggerState, ctx: Ctx) -> None:
         super().on_merge(node, states, out, ctx)
         node.set_finished(out, node.first_unfinished(out) is None)
-
-    def next_processing_deadline(self, node: Node, st: TriggerState) -> int | None:
-        current = node.first_unfinished(st)
-        return None if current is None else current.next_processing_deadline(st)

@@ -1,4 +1,4 @@
-"""``AfterProcessingTime``: fires once processing time reaches a deadline set by the pane's first
+"""``AfterProcessingTime``: fires once processing time is past a deadline set by the pane's first
 element."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..rules import processing_timer_fires
 from .base import Ctx, Node, Trigger, TriggerState
 
 if TYPE_CHECKING:
@@ -14,14 +15,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AfterProcessingTime(Trigger):
-    """Fires once processing time reaches (first element of the pane) + delay, rounded up to the
+    """Fires once processing time is past (first element of the pane) + delay, rounded up to the
     next multiple of ``align`` when given (Beam's ``alignedTo``: ``every: 1 minute`` fires at each
-    minute boundary that follows data, as Streaming 102's AtPeriod)."""
+    minute boundary that follows data, as Streaming 102's AtPeriod). The deadline sets a
+    processing-time timer, which fires when the clock is strictly after it."""
 
     delay: int
     align: int | None = None
 
     def uses_processing_time(self) -> bool:
+        return True
+
+    def can_finish(self) -> bool:
         return True
 
     def deadline(self, first_element_pt: int) -> int:
@@ -44,13 +49,15 @@ class AfterProcessingTime(Trigger):
         d = site.positive_duration(arg, name)
         return site.repeat(cls(0, d)) if name == "every" else cls(d)
 
-    def on_element(self, node: Node, st: TriggerState, n: int, pt: int) -> None:
+    def on_element(self, node: Node, st: TriggerState, n: int, ctx: Ctx) -> None:
         if node.data(st) is None:
-            node.set_data(st, self.deadline(pt))
+            deadline = self.deadline(ctx.processing_time)
+            node.set_data(st, deadline)
+            st.set_clock_timer(deadline)
 
     def should_fire(self, node: Node, st: TriggerState, ctx: Ctx) -> bool:
         deadline = node.data(st)
-        return deadline is not None and ctx.processing_time >= deadline
+        return deadline is not None and processing_timer_fires(deadline, ctx.processing_time)
 
     def on_fire(self, node: Node, st: TriggerState, ctx: Ctx) -> None:
         node.set_data(st, None)
@@ -62,6 +69,5 @@ class AfterProcessingTime(Trigger):
         node.set_finished(out, any_finished)
         deadlines = [s.data[i] for s in states if s.data[i] is not None]
         node.set_data(out, None if any_finished or not deadlines else min(deadlines))
-
-    def next_processing_deadline(self, node: Node, st: TriggerState) -> int | None:
-        return node.data(st)
+        if node.data(out) is not None:
+            out.set_clock_timer(node.data(out))

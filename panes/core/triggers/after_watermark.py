@@ -40,23 +40,37 @@ class AfterWatermark(Trigger):
     @classmethod
     def from_spec(cls, name: str, arg: Any, site: SpecSite) -> Trigger:
         """``{after_watermark: {early: T, late: T}}``; in ``early`` and ``late`` the shorthands
-        ``{every: D}`` and ``{count: N}`` mean one firing (they repeat by themselves)."""
+        ``{every: D}`` and ``{count: N}`` mean one firing (they repeat by themselves), and a
+        trigger that can never finish is refused."""
         arg = arg or {}
         if not isinstance(arg, dict) or set(arg) - {"early", "late"}:
             raise ValueError(f"{site.path}.after_watermark takes only early and late")
-        early, late = (None if arg.get(phase) is None else site.parse(arg[phase], f"after_watermark.{phase}", once=True)
+        early, late = (None if arg.get(phase) is None else site.parse_once(arg[phase], f"after_watermark.{phase}")
                        for phase in ("early", "late"))
         return cls(early, late)
+
+    def can_finish(self) -> bool:
+        return self.late is None
 
     @staticmethod
     def in_late_phase(node: Node, st: TriggerState) -> bool:
         return node.data(st) == LATE_PHASE
 
-    def on_element(self, node: Node, st: TriggerState, n: int, pt: int) -> None:
+    def on_element(self, node: Node, st: TriggerState, n: int, ctx: Ctx) -> None:
+        # the end-of-window timer, set only while the watermark has not passed the window
+        # (Beam's AfterWatermarkStateMachine.onElement)
+        if not ctx.end_of_window_reached:
+            st.eow = True
         early, late = node.children
-        phase = late if self.in_late_phase(node, st) else early
-        if phase is not None:
-            phase.on_element(st, n, pt)
+        phases: tuple[Node | None, ...]
+        if ctx.merging:
+            # windows can merge: both phases see the elements (a merge can bring the early phase back)
+            phases = (early, late)
+        else:
+            phases = (late if self.in_late_phase(node, st) else early,)
+        for phase in phases:
+            if phase is not None:
+                phase.on_element(st, n, ctx)
 
     def should_fire(self, node: Node, st: TriggerState, ctx: Ctx) -> bool:
         early, late = node.children
@@ -69,19 +83,21 @@ class AfterWatermark(Trigger):
         if self.in_late_phase(node, st):
             if late is not None:
                 late.on_fire(st, ctx)
-                late.reset(st)
+                late.repeat(st)
         elif not ctx.end_of_window_reached:
             # an early firing (only an early trigger makes one); it repeats by itself
             if early is not None:
                 early.on_fire(st, ctx)
-                early.reset(st)
+                early.repeat(st)
         else:
-            # the on-time firing: leave the early phase for good
+            # the on-time firing: leave the early phase for good (Beam's onNonLateFiring)
             if early is not None:
+                if early.should_fire(st, ctx):
+                    early.on_fire(st, ctx)
                 early.reset(st)
             node.set_data(st, LATE_PHASE)
             if late is not None:
-                late.reset(st)
+                late.clear(st)
             else:
                 node.set_finished(st, True)
 
@@ -106,8 +122,3 @@ class AfterWatermark(Trigger):
         # the phase is not pending state: only the sub-triggers' counts and deadlines go
         for k in node.kids:
             k.clear(st)
-
-    def next_processing_deadline(self, node: Node, st: TriggerState) -> int | None:
-        early, late = node.children
-        phase = late if self.in_late_phase(node, st) else early
-        return None if phase is None else phase.next_processing_deadline(st)

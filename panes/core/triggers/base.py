@@ -2,11 +2,14 @@
 
 A trigger is a frozen value (its parameters) that owns its state machine, as Beam Java's
 ``TriggerStateMachine``: ``on_element`` after each bundle of elements, ``should_fire`` / ``on_fire``
-when the engine evaluates a window, ``on_merge`` when session windows merge, ``clear`` (Beam's
-``invokeClear``: pending counts and deadlines) and ``reset`` (Beam's ``resetTree``: the whole
-subtree back to its start). A ``TriggerMachine`` numbers the nodes of one trigger tree; each
-state-machine method gets the trigger's ``Node`` (its slot in the window's ``TriggerState`` and its
-child nodes) and the window's ``TriggerState``.
+when the engine evaluates a window (on the window's own records and timers only), ``on_merge`` when
+session windows merge, ``clear`` (Beam's ``invokeClear``: pending counts and deadlines) and
+``reset`` (Beam's ``resetTree``: the whole subtree back to its start). Triggers set timers in the
+window's state: the end-of-window timer (``after_watermark``) and processing-time timers
+(``after_processing_time``); a timer that fires makes the engine evaluate the window. A
+``TriggerMachine`` numbers the nodes of one trigger tree; each state-machine method gets the
+trigger's ``Node`` (its slot in the window's ``TriggerState`` and its child nodes) and the window's
+``TriggerState``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..rules import end_passed
+from ..rules import end_passed, processing_timer_fires
 
 if TYPE_CHECKING:
     from .registry import SpecSite
@@ -22,29 +25,50 @@ if TYPE_CHECKING:
 
 class TriggerState:
     """Per-window state of a trigger tree: a finished flag and one datum per node (a count, a
-    processing-time deadline, or the watermark trigger's phase). Two flat lists: the stateful
-    Spark plan pickles a whole hash bucket of windows every micro-batch."""
+    processing-time deadline, or the watermark trigger's phase), and the timers the triggers set:
+    whether the end-of-window timer is pending (``eow``) and the processing-time timers (``clock``,
+    sorted instants; a timer stays after its trigger cleared its deadline, and fires anyway, as
+    Beam's). Flat values: the stateful Spark plan pickles a whole hash bucket of windows every
+    micro-batch."""
 
-    __slots__ = ("finished", "data")
+    __slots__ = ("finished", "data", "eow", "clock")
 
     def __init__(self, n: int):
         self.finished = [False] * n
         self.data: list = [None] * n
+        self.eow = False
+        self.clock: list[int] = []
 
     def __getstate__(self):
-        return (self.finished, self.data)
+        return (self.finished, self.data, self.eow, self.clock)
 
     def __setstate__(self, st):
-        self.finished, self.data = st
+        self.finished, self.data, self.eow, self.clock = st
+
+    def set_clock_timer(self, t: int) -> None:
+        """A processing-time timer at ``t`` (one per instant)."""
+        if t not in self.clock:
+            self.clock.append(t)
+            self.clock.sort()
+
+    def due_clock_timers(self, processing_time: int) -> list[int]:
+        """Remove and return the processing-time timers that fire at this clock."""
+        due = [t for t in self.clock if processing_timer_fires(t, processing_time)]
+        if due:
+            self.clock = self.clock[len(due):]
+        return due
 
 
 @dataclass
 class Ctx:
-    """What a trigger may look at: the watermark, the processing time, the window's end."""
+    """What a trigger may look at: the input watermark, the processing time, the window's end, and
+    whether windows can merge (then ``after_each`` and ``after_watermark`` run every sub-trigger,
+    as Beam's ``isMerging()``)."""
 
     watermark: int
     processing_time: int
     window_end: int
+    merging: bool = False
 
     @property
     def end_of_window_reached(self) -> bool:
@@ -84,9 +108,9 @@ class Node:
         return None
 
     # -- the state machine -------------------------------------------------------------------------
-    def on_element(self, st: TriggerState, n: int, pt: int) -> None:
+    def on_element(self, st: TriggerState, n: int, ctx: Ctx) -> None:
         if not st.finished[self.slot]:
-            self.trigger.on_element(self, st, n, pt)
+            self.trigger.on_element(self, st, n, ctx)
 
     def should_fire(self, st: TriggerState, ctx: Ctx) -> bool:
         return self.trigger.should_fire(self, st, ctx)
@@ -103,10 +127,15 @@ class Node:
     def reset(self, st: TriggerState) -> None:
         self.trigger.reset(self, st)
 
-    def next_processing_deadline(self, st: TriggerState) -> int | None:
-        if st.finished[self.slot]:
-            return None
-        return self.trigger.next_processing_deadline(self, st)
+    def repeat(self, st: TriggerState) -> None:
+        """After a firing of a trigger that repeats (``repeatedly``'s, or ``after_watermark``'s
+        early and late ones): a finished trigger starts over as a whole (Beam's ``resetTree``);
+        an unfinished one loses its pending counts and deadlines, its finished children stay
+        finished (Beam's ``invokeClear``), so ``after_each`` moves on to its next trigger."""
+        if self.is_finished(st):
+            self.reset(st)
+        else:
+            self.clear(st)
 
 
 class Trigger:
@@ -135,11 +164,18 @@ class Trigger:
         """Whether the trigger needs processing time (timers in processing time)."""
         return any(c.uses_processing_time() for c in self.children())
 
+    def can_finish(self) -> bool:
+        """Whether the trigger can finish, i.e. stop firing for good. Where Beam Java requires a
+        ``OnceTrigger`` (early and late firings, ``or_finally``'s ``finally``, the triggers of
+        ``after_any`` and ``after_all``), panes requires one that can finish."""
+        return all(c.can_finish() for c in self.children())
+
     # -- the state machine (``node``: this trigger's place in a machine) ---------------------------
-    def on_element(self, node: Node, st: TriggerState, n: int, pt: int) -> None:
-        """``n`` elements arrived at processing time ``pt`` (only called while not finished)."""
+    def on_element(self, node: Node, st: TriggerState, n: int, ctx: Ctx) -> None:
+        """``n`` elements arrived (only called while not finished); ``ctx.watermark``: the input
+        watermark they came at."""
         for k in node.kids:
-            k.on_element(st, n, pt)
+            k.on_element(st, n, ctx)
 
     def should_fire(self, node: Node, st: TriggerState, ctx: Ctx) -> bool:
         raise NotImplementedError
@@ -165,9 +201,3 @@ class Trigger:
         node.set_finished(st, False)
         for k in node.kids:
             k.reset(st)
-
-    def next_processing_deadline(self, node: Node, st: TriggerState) -> int | None:
-        """The earliest processing time at which an armed processing-time trigger can fire
-        (only called while not finished)."""
-        found = [d for d in (k.next_processing_deadline(st) for k in node.kids) if d is not None]
-        return min(found) if found else None

@@ -27,9 +27,9 @@ class TriggerMachine:
     def new_state(self) -> TriggerState:
         return TriggerState(len(self.nodes))
 
-    def on_element(self, st: TriggerState, n: int, pt: int) -> None:
-        """``n`` elements arrived in the window at processing time ``pt``."""
-        self.top.on_element(st, n, pt)
+    def on_element(self, st: TriggerState, n: int, ctx: Ctx) -> None:
+        """``n`` elements arrived in the window (``ctx``: the input watermark and clock they came at)."""
+        self.top.on_element(st, n, ctx)
 
     def should_fire(self, st: TriggerState, ctx: Ctx) -> bool:
         return self.top.should_fire(st, ctx)
@@ -40,10 +40,6 @@ class TriggerMachine:
     def is_finished(self, st: TriggerState) -> bool:
         """A finished root trigger closes its window."""
         return st.finished[0]
-
-    def next_processing_deadline(self, st: TriggerState) -> int | None:
-        """The earliest processing time at which an armed processing-time trigger can fire."""
-        return self.top.next_processing_deadline(st)
 
     def merge(self, states: Sequence[TriggerState], ctx: Ctx) -> TriggerState:
         """The trigger state of a window merged from windows with these states."""

@@ -23,6 +23,9 @@ class Never(Trigger):
     def from_spec(cls, name: str, arg: Any, site: SpecSite) -> Trigger:
         return cls()
 
+    def can_finish(self) -> bool:
+        return True
+
     def should_fire(self, node: Node, st: TriggerState, ctx: Ctx) -> bool:
         return False
 

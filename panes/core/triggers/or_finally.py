@@ -26,7 +26,11 @@ class OrFinally(Trigger):
     def from_spec(cls, name: str, arg: Any, site: SpecSite) -> Trigger:
         if not isinstance(arg, dict) or set(arg) != {"trigger", "finally"}:
             raise ValueError(f"{site.path}.or_finally takes {{trigger: T, finally: T}}")
-        return cls(site.parse(arg["trigger"], "or_finally.trigger"), site.parse(arg["finally"], "or_finally.finally"))
+        return cls(site.parse(arg["trigger"], "or_finally.trigger"),
+                   site.parse_once(arg["finally"], "or_finally.finally"))
+
+    def can_finish(self) -> bool:
+        return True
 
     def should_fire(self, node: Node, st: TriggerState, ctx: Ctx) -> bool:
         main, until = node.kids

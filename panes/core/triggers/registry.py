@@ -49,6 +49,23 @@ NAMED: dict[str, Callable[[], Trigger]] = {
 }
 
 
+#: the Java classes whose constructors check what panes checks (Beam Java's SDK, ``sdk/transforms/windowing``)
+JAVA_NAMES = {"after_any": "AfterFirst.of", "after_all": "AfterAll.of", "after_each": "AfterEach.inOrder"}
+JAVA_ONCE_SITES = {
+    "after_watermark.early": "AfterWatermark.withEarlyFirings(OnceTrigger)",
+    "after_watermark.late": "AfterWatermark.withLateFirings(OnceTrigger)",
+    "or_finally.finally": "Trigger.orFinally(OnceTrigger)",
+    "after_any": "AfterFirst.of(OnceTrigger...)",
+    "after_all": "AfterAll.of(OnceTrigger...)",
+}
+
+
+def describe_name(trigger: Trigger) -> str:
+    """The spec name of a trigger (its ``describe``'s key)."""
+    d = trigger.describe()
+    return next(iter(d)) if isinstance(d, dict) else str(d)
+
+
 def parse_trigger(spec: Any, where: str = "trigger", once: bool = False) -> Trigger:
     """Trigger spec -> trigger tree; ``where``: the spec's dotted path, for error messages
     (``ValueError``). ``once``: the shorthands {every: D} and {count: N} fire once (as early and
@@ -77,10 +94,26 @@ class SpecSite:
     def parse(self, spec: Any, suffix: str, once: bool = False) -> Trigger:
         return parse_trigger(spec, f"{self.path}.{suffix}", once)
 
-    def parse_list(self, spec: Any, name: str) -> tuple[Trigger, ...]:
+    def parse_list(self, spec: Any, name: str, once: bool = False) -> tuple[Trigger, ...]:
+        """A composite's triggers: at least two, as Beam Java's ``AfterEach``, ``AfterFirst`` and
+        ``AfterAll`` check (``subTriggers.size() > 1``); with ``once``, each one that can finish."""
         if not isinstance(spec, list) or not spec:
             raise ValueError(f"{self.path}.{name} takes a non-empty list of triggers")
-        return tuple(parse_trigger(s, f"{self.path}.{name}[{i}]") for i, s in enumerate(spec))
+        if len(spec) < 2:
+            raise ValueError(f"{self.path}.{name} takes at least two triggers (as Beam Java's {JAVA_NAMES[name]})")
+        parse = self.parse_once if once else self.parse
+        return tuple(parse(s, f"{name}[{i}]") for i, s in enumerate(spec))
+
+    def parse_once(self, spec: Any, suffix: str) -> Trigger:
+        """A trigger where Beam Java requires a ``OnceTrigger`` (early and late firings,
+        ``or_finally``'s ``finally``, the triggers of ``after_any`` and ``after_all``): the
+        shorthands fire once there, and a trigger that can never finish is refused."""
+        trigger = self.parse(spec, suffix, once=True)
+        if not trigger.can_finish():
+            raise ValueError(f"{self.path}.{suffix}: {describe_name(trigger)} never finishes; Beam Java takes only a "
+                             f"trigger that fires once here ({JAVA_ONCE_SITES[suffix.split('[')[0]]}), "
+                             "panes one that can finish")
+        return trigger
 
     def repeat(self, trigger: Trigger) -> Trigger:
         """A shorthand's trigger: once, or repeated."""

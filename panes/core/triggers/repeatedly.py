@@ -25,6 +25,9 @@ class Repeatedly(Trigger):
     def from_spec(cls, name: str, arg: Any, site: SpecSite) -> Trigger:
         return cls(site.parse(arg, name))
 
+    def can_finish(self) -> bool:
+        return False
+
     def should_fire(self, node: Node, st: TriggerState, ctx: Ctx) -> bool:
         return node.kids[0].should_fire(st, ctx)
 

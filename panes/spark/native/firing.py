@@ -13,6 +13,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ...core import rules
+from ...core.aggregates import Aggregate
 from ...core.rules import Timing
 from ...core.triggers import AfterWatermark
 from ..columns import EMISSION_ORDER, EMISSION_PHASE, cast_to, output_type
@@ -37,6 +38,7 @@ from .names import (
     WINDOW_END,
     WINDOW_START,
 )
+from .partials import Partial
 
 if TYPE_CHECKING:
     from .step import NativeStep
@@ -102,8 +104,10 @@ class Firing:
         group, bounds = s.windows.grouping(False, bool(key))
         reached = rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE))
         return {
-            # a row's window is created late when the watermark already passed its end
-            "created_late": rules.created_late(F.col(WINDOW_END), F.col(WATERMARK_BEFORE)),
+            # a row's window is created late when the watermark already passed its end: it fires at
+            # once, LATE (no window of the stage holds the output watermark before a passed end:
+            # after_watermark fired each at its end-of-window timer, releasing its holds)
+            "created_late": rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE)),
             # one grouping for the kept windows and the rows (each row its own partial): one shuffle
             "rows_head": [*key, WINDOW_START, WINDOW_END, *[c for pt in s.parts for c in pt.one_row],
                           F.lit(1).cast("long").alias(ROWS_ADDED)],
@@ -220,14 +224,24 @@ class Firing:
         reached = rules.end_passed(end, F.col(WATERMARK_BEFORE)) if phase is ROWS else \
             rules.on_time_reached(end, F.col(WATERMARK_AFTER))
         timing, emits = F.col(phase.column("timing")), F.col(phase.column("emits"))
-        values = F.struct(*[cast_to(pt.final, output_type(a.fn, s.schema)).alias(a.output)
-                            for a, pt in zip(s.p.aggregates, s.parts)])
+        values = F.struct(*[self._value(a, pt).alias(a.output) for a, pt in zip(s.p.aggregates, s.parts)])
         return {
             "timing": rules.pane_timing(late, reached, COLUMN),
             "values": values,
             "emits": F.col(phase.column("fires")) & rules.pane_is_emitted(F.col(NEW_ELEMENTS), timing),
             "after": {**self._emitted(phase, timing, emits), **self._discarded(emits)},
         }
+
+    def _value(self, a: Aggregate, pt: Partial) -> Column:
+        """An aggregate's value in a pane: with no element since the last one in discarding mode
+        (an empty ON_TIME pane), its value for no input (``AggregateFn.empty_value``: Sum's 0)."""
+        t = output_type(a.fn, self.step.schema)
+        value = cast_to(pt.final, t)
+        empty = a.fn.empty_value()
+        if self.step.p.accumulation != "discarding" or empty is None:
+            return value
+        nothing = F.array().cast(t) if isinstance(empty, list) else F.lit(empty).cast(t)
+        return F.when(F.col(NEW_ELEMENTS) == 0, nothing).otherwise(value)
 
     def _emitted(self, phase: FiringPhase, timing: Column, emits: Column) -> dict[str, Column]:
         """The emitted retraction and pane, and the trigger state after them."""

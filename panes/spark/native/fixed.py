@@ -45,13 +45,13 @@ class FixedPlan(WindowPlan):
         if state is None:  # (the grouping's columns come out in the state's order)
             group, bounds = self.grouping(not metrics, bool(key))
             end = bounds[WINDOW_END] if WINDOW_END in bounds else F.col(WINDOW_END)
-            created_late = F.lit(False) if wm <= MIN_TIME else rules.created_late(end, F.max(WATERMARK_BEFORE))
+            created_late = F.lit(False) if wm <= MIN_TIME else rules.end_passed(end, F.max(WATERMARK_BEFORE))
             return rows.groupBy(*key, *group).agg(
                 *[bounds[c].alias(c) for c in (WINDOW_START, WINDOW_END) if c in bounds],
                 created_late.alias(CREATED_LATE),
                 *[e.alias(n) for pt in step.parts for n, e in zip(pt.names, pt.of_rows)], *merge_metrics)
         # (the columns in the state's order: each DataFrame step costs an analysis of the plan)
-        created_late = rules.created_late(F.col(WINDOW_END), F.col(WATERMARK_BEFORE)).alias(CREATED_LATE)
+        created_late = rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE)).alias(CREATED_LATE)
         one_row = [c for pt in step.parts for c in pt.one_row]
         partials = rows.select(*key, WINDOW_START, WINDOW_END, created_late, *one_row, *metrics)
         return self.merged(step, state.unionByName(partials), merge_metrics)

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 WINDOW_START = "__panes_window_start"  # ms, inclusive
 WINDOW_END = "__panes_window_end"  # ms, exclusive
-#: the window came into being after the watermark had passed its end: its panes are LATE
+#: the window's records all came after the watermark had passed its end (a session: those since its
+#: last merge): they hold the output watermark at its garbage-collection time only
+#: (``rules.element_hold``), and under after_watermark it fired at once, LATE
 CREATED_LATE = "__panes_created_late"
+#: the earliest hold of the windows that close in a step (the default trigger): no other window
+#: holds the output watermark before the end of one of them (``output.Output``)
+CLOSING_HOLD = "__panes_closing_hold"
 #: the prefix of an aggregate's partial columns (``partials.Partial``): ``__panes_partial_<i>``
 PARTIAL = "__panes_partial_"
 

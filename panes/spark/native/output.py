@@ -14,7 +14,15 @@ from ..columns import EMISSION_ORDER, EMISSION_PHASE, cast_to, output_type
 from ..ops import COLUMN, SQL, Sql
 from .expressions import constants, step_value, where
 from .fixed import FixedPlan
-from .names import CREATED_LATE, IS_DEAD_LETTER, ROW_WATERMARK, WATERMARK_AFTER, WATERMARK_BEFORE, WINDOW_END
+from .names import (
+    CLOSING_HOLD,
+    CREATED_LATE,
+    IS_DEAD_LETTER,
+    ROW_WATERMARK,
+    WATERMARK_AFTER,
+    WATERMARK_BEFORE,
+    WINDOW_END,
+)
 
 if TYPE_CHECKING:
     from .step import NativeStep
@@ -30,15 +38,36 @@ class Output:
         """The key and the reported window bounds of a pane row."""
         return [*[F.col(k) for k in self.step.p.key], *self.step.windows.reported_bounds()]
 
-    def closing_pane_columns(self, ordered: bool) -> list[Column]:
-        """The pane rows of the default trigger's closed windows (WINDOW_START, WINDOW_END,
-        CREATED_LATE, the partials): one pane per window, ON_TIME unless the window was created
-        late (``rules.pane_timing``: a window that closes has passed its end). ``ordered``: with
-        the engine's emission order."""
+    def holds_matter(self, stream: bool) -> bool:
+        """Whether a closing pane's timing may hang on other windows' holds: the default trigger
+        on a stream with allowed lateness (else every window holds the output watermark before its
+        own end: its records came on time, or it expired with them)."""
         s = self.step
+        return stream and s.firing is None and s.p.allowed_lateness > 0
+
+    def closing_hold(self, closing: DataFrame) -> DataFrame:
+        """``closing`` (the windows a step closes) with CLOSING_HOLD, their earliest hold:
+        ``rules.element_hold`` of their records (the end - 1 when one came on time, else the
+        garbage-collection time). When the output watermark has passed the end of a window that
+        closes, no window but those that close with it can hold it before that end: a hold before
+        it is on time for an end no later, or at a garbage-collection time that comes first."""
+        end, lateness = F.col(WINDOW_END), self.step.p.allowed_lateness
+        hold = F.when(F.col(CREATED_LATE), rules.gc_timer(end, lateness, COLUMN)) \
+            .otherwise(rules.end_of_window_timer(end))
+        return closing.crossJoin(closing.agg(F.min(hold).alias(CLOSING_HOLD)))
+
+    def closing_pane_columns(self, ordered: bool, holds: bool = False) -> list[Column]:
+        """The pane rows of the default trigger's closed windows (WINDOW_START, WINDOW_END,
+        CREATED_LATE, the partials; ``holds``: and CLOSING_HOLD): one pane per window, ON_TIME
+        unless its records came late and the stage's output watermark had passed its end: no
+        other closing window held it (``rules.pane_timing``: a window that closes has passed its
+        end). ``ordered``: with the engine's emission order."""
+        s = self.step
+        late = F.col(CREATED_LATE) & rules.on_time_reached(F.col(WINDOW_END), F.col(CLOSING_HOLD)) if holds else \
+            F.col(CREATED_LATE)
         cols = [
             *self.window_columns(),
-            rules.pane_timing(F.col(CREATED_LATE), True, COLUMN).alias("timing"),
+            rules.pane_timing(late, True, COLUMN).alias("timing"),
             F.lit(0).cast("long").alias("pane_index"),
             F.lit(True).alias("is_last"),
             F.lit(False).alias("retraction"),
@@ -59,13 +88,18 @@ class Output:
             if table:
                 windows = windows.filter(F.col(WINDOW_END).isNotNull())
             return s.firing.fired_panes(windows, wm, ordered)
-        panes = s.memo(("panes", ordered), lambda: self.closing_pane_columns(ordered))
+        holds = self.holds_matter(table)
+        panes = s.memo(("panes", ordered, holds), lambda: self.closing_pane_columns(ordered, holds))
         # (at the end of the input every window is due: no filter to evaluate per row but
         # the one of the null bounds; the expiry test is null for them, so false)
         if wm >= END_OF_INPUT:
-            return (windows.filter(F.col(WINDOW_END).isNotNull()) if table else windows).select(*panes)
+            closing = windows.filter(F.col(WINDOW_END).isNotNull()) if table else windows
+            return (self.closing_hold(closing) if holds else closing).select(*panes)
         # (the watermark not a literal: see ``expressions.where``)
         closes = rules.is_expired(Sql(WINDOW_END), s.p.allowed_lateness, step_value(WATERMARK_AFTER), SQL)
+        if holds:
+            closing = windows.select(F.col("*"), where(closes, {WATERMARK_AFTER: wm}))
+            return self.closing_hold(closing).select(*panes)
         return windows.select(*panes, where(closes, {WATERMARK_AFTER: wm}))
 
     def due(self, windows: DataFrame, wm_before: int, wm: int, ordered: bool = False) -> DataFrame:
@@ -79,7 +113,9 @@ class Output:
         due = constants(windows, {WATERMARK_BEFORE: wm_before, WATERMARK_AFTER: wm})  # (see ``expressions``)
         expiring = (expiry > F.col(WATERMARK_BEFORE)) & (expiry <= F.col(WATERMARK_AFTER))
         merged = s.windows.merged(s, due.filter(expiring))
-        return merged.select(*s.memo(("panes", ordered), lambda: self.closing_pane_columns(ordered)))
+        holds = self.holds_matter(True)
+        panes = s.memo(("panes", ordered, holds), lambda: self.closing_pane_columns(ordered, holds))
+        return (self.closing_hold(merged) if holds else merged).select(*panes)
 
     def open(self, windows: DataFrame, wm: int, metrics: bool = False) -> DataFrame:
         """The windows a step leaves open, read back from its table with the watermark after it,

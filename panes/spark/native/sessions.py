@@ -25,6 +25,9 @@ GAP_BUCKET = "__panes_gap_bucket"  # a fixed gap's gap-long bucket of time
 IS_KEPT = "__panes_is_kept"  # a session kept from an earlier step
 #: the bounds and created-late flag of the kept session a merged session holds (if one)
 KEPT_START, KEPT_END, KEPT_CREATED_LATE = "__panes_kept_start", "__panes_kept_end", "__panes_kept_created_late"
+#: the least and greatest start and end of the step's intervals a session holds (null: none)
+ROWS_START_LO, ROWS_START_HI = "__panes_rows_start_lo", "__panes_rows_start_hi"
+ROWS_END_LO, ROWS_END_HI = "__panes_rows_end_lo", "__panes_rows_end_hi"
 SESSION_NUMBER = "__panes_session_number"  # a session's number within its key
 
 
@@ -37,7 +40,10 @@ class SessionPlan(WindowPlan):
     aggregation, combined map-side, so that only the buckets are sorted. (Measured against
     Spark's ``session_window``, which sorts the rows before and after the shuffle: about 3x
     faster on Nexmark q11, batch.) A kept session that comes out unchanged keeps its
-    created-late flag."""
+    created-late flag; one that merges with the step's rows (also into the same bounds) takes that
+    of the merge, as a merge replaces the merged windows' holds by those of its records
+    (``WatermarkHold.onMerge``), unless each of the rows' proto-sessions is the session itself (then
+    nothing merges: both flags must hold)."""
 
     window: Sessions
 
@@ -76,17 +82,28 @@ class SessionPlan(WindowPlan):
             kept = {n: F.max(F.when(F.col(IS_KEPT), v)).alias(n) for n, v in
                     ((KEPT_START, F.col(WINDOW_START)), (KEPT_END, F.col(WINDOW_END)),
                      (KEPT_CREATED_LATE, F.col(CREATED_LATE).cast("int")))}
+            row = F.col(IS_KEPT).isNull()
+            kept.update({n: agg(F.when(row, F.col(c))).alias(n) for n, agg, c in
+                         ((ROWS_START_LO, F.min, WINDOW_START), (ROWS_START_HI, F.max, WINDOW_START),
+                          (ROWS_END_LO, F.min, WINDOW_END), (ROWS_END_HI, F.max, WINDOW_END))})
         merged = _numbered(intervals, part, bool(metrics)).groupBy(*part, SESSION_NUMBER).agg(
             F.min(WINDOW_START).alias(WINDOW_START), F.max(WINDOW_END).alias(WINDOW_END), *kept.values(),
             *[c for pt in step.parts for c in pt.merge], *[F.max(c).alias(c) for c in metrics])
         late = F.lit(False)
         if wm > MIN_TIME:  # (not a literal: see ``expressions``)
             merged = constants(merged, {WATERMARK_BEFORE: wm})
-            late = rules.created_late(F.col(WINDOW_END), F.col(WATERMARK_BEFORE))
+            late = rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE))
         if kept:
             # (null: none kept)
-            same = (F.col(KEPT_START) == F.col(WINDOW_START)) & (F.col(KEPT_END) == F.col(WINDOW_END))
-            late = F.when(same, F.col(KEPT_CREATED_LATE) == 1).otherwise(late)
+            start, end = F.col(WINDOW_START), F.col(WINDOW_END)
+            same = (F.col(KEPT_START) == start) & (F.col(KEPT_END) == end)
+            no_rows = F.col(ROWS_START_LO).isNull()
+            protos_are_it = ((F.col(ROWS_START_LO) == start) & (F.col(ROWS_START_HI) == start)
+                             & (F.col(ROWS_END_LO) == end) & (F.col(ROWS_END_HI) == end))
+            if not self.window.gap_column:  # (an interval is a bucket's rows: one proto-session if a gap long)
+                protos_are_it = protos_are_it & (end - start == F.lit(self.window.gap))
+            kept_late = F.col(KEPT_CREATED_LATE) == 1
+            late = F.when(same & no_rows, kept_late).when(same & protos_are_it, kept_late & late).otherwise(late)
         return merged.select(*[late.alias(c) if c == CREATED_LATE else F.col(c) for c in step.state_columns], *metrics)
 
     def _row_intervals(self, step: NativeStep, proto: DataFrame, metrics: list[str]) -> DataFrame:

@@ -1,0 +1,80 @@
+"""A stage run as parts (the stateful Spark plan's hash buckets, each an ``Engine(partial=True)``):
+their stage's output watermark, and the timing of the panes a part could not decide.
+
+A pane's timing hangs on the stage's output watermark (``holds``), the earliest hold of any window
+of any key. A part sees its own windows only: when its own holds let the output watermark pass a
+window, another part's may still hold it back, so it marks the pane provisional
+(``Pane.provisional``). Each part reports, for a bundle it runs (a micro-batch), the earliest hold
+of its windows as each phase began (phase 0: the watermark's move, 1: the clock's, 2: the records)
+and after the last; a part that does not run keeps what it reported last. ``StageWatermarks``
+combines the reports into the stage's output watermark of each phase, as the core computes it for
+the whole stage, and decides the provisional panes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .. import rules
+from ..rules import Timing
+from ..time import END_OF_INPUT
+
+#: the phases of a part's bundle, in order: the watermark's move, the clock's, the records
+PHASES = 3
+
+
+@dataclass(frozen=True)
+class PartReport:
+    """What one part reports for a bundle it ran: the bundle's input watermark and its windows'
+    earliest hold as each phase began and after the last (``Engine.earliest_hold``)."""
+
+    part: int
+    watermark: int
+    holds: tuple[int, ...]  # PHASES + 1 values
+
+
+class StageWatermarks:
+    """The stage's output watermark per phase of each bundle, from its parts' reports, and the
+    timing of provisional panes."""
+
+    def __init__(self, retracting: bool = False) -> None:
+        self.last: dict[int, int] = {}  # part -> its earliest hold after its last bundle
+        self.output: tuple[int, ...] = ()  # the current bundle's output watermark per phase
+        #: retracting mode: the panes decided LATE, kept until their retraction (key, start, end, index)
+        self.retracting = retracting
+        self.late_panes: set[tuple] = set()
+
+    def bundle(self, reports: Iterable[PartReport]) -> tuple[int, ...]:
+        """A bundle's reports in: the stage's output watermark of each of its phases."""
+        reports = list(reports)
+        if not reports:
+            self.output = ()
+            return self.output
+        ran = {r.part: r for r in reports}
+        others = min((h for part, h in self.last.items() if part not in ran), default=END_OF_INPUT)
+        watermark = max(r.watermark for r in reports)
+        self.output = tuple(rules.output_watermark(watermark, min([others] + [r.holds[i] for r in reports]))
+                            for i in range(PHASES))
+        for r in reports:
+            self.last[r.part] = r.holds[PHASES]
+        return self.output
+
+    def timing(self, provisional: int, timing: str, phase: int, window_end: int, pane: tuple,
+               retraction: bool) -> str | None:
+        """The timing of a pane of the current bundle (None: not emitted, an empty LATE pane).
+        ``pane``: (key, start, end, index), to find a retraction's decision again."""
+        if not provisional:
+            return timing
+        if retraction:
+            if pane in self.late_panes:
+                self.late_panes.discard(pane)
+                return Timing.LATE.value
+            return Timing.ON_TIME.value
+        if not rules.on_time_reached(window_end, self.output[phase]):
+            return Timing.ON_TIME.value
+        if provisional == 2:
+            return None
+        if self.retracting:
+            self.late_panes.add(pane)
+        return Timing.LATE.value

@@ -1,0 +1,1 @@
+"""panes' tests (a package, so that test-only helpers import as tests.<dir>.<module>)."""

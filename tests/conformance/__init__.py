@@ -1,0 +1,1 @@
+"""Conformance with Apache Beam: test-only code and data (README.md)."""
