@@ -38,12 +38,20 @@ def main() -> None:
 def validate(spec: str) -> None:
     from .scenario import load_scenario
     from .spec import load_document, load_run_spec
+    from .stage_scenario import is_stage_scenario, load_stage_scenario
+    from .stage_spec import is_stages_document, load_stages_run_spec
 
     try:
         doc = load_document(spec)
-        if "timeline" in doc:
+        if is_stage_scenario(doc):
+            sc = load_stage_scenario(doc)
+            click.echo(f"{spec}: valid replay scenario ({len(sc.graph.stages)} stages)")
+        elif "timeline" in doc:
             load_scenario(doc)
             click.echo(f"{spec}: valid replay scenario")
+        elif is_stages_document(doc):
+            ms = load_stages_run_spec(spec)
+            click.echo(f"{spec}: valid ({ms.mode}, {len(ms.stages)} stages, output {ms.to_graph().output_stage.name})")
         else:
             s = load_run_spec(spec)
             check_plan(s)

@@ -32,6 +32,7 @@ from ..triggers import Ctx, TriggerMachine
 from .firing import Emitted, Firing, ordered
 from .fixed import FixedWindowsIngest
 from .ingest import BatchRows, Ingested, IngestStrategy, key_codes, late_letters
+from .inherited import InheritedWindowsIngest
 from .merging import MergingWindowsIngest
 from .record_defined import RecordDefinedIngest
 from .state import TS, EngineState, Pane, StepResult, WindowState
@@ -42,6 +43,7 @@ INGEST: dict[str, type] = {
     "fixed": FixedWindowsIngest,
     "merging": MergingWindowsIngest,
     "record_defined": RecordDefinedIngest,
+    "inherited": InheritedWindowsIngest,
 }
 
 
