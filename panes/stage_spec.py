@@ -22,6 +22,7 @@ cogroup | {merge: "module:Class"}``. A run spec gives each input a ``source``. E
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -205,6 +206,12 @@ def stage_errors(spec: StagesSpec, i: int, s: StageSpec, known: set[str]) -> lis
                                                "{merge: 'module:Class'}), not aggregates"))
     if not merge and (s.join is not None or not s.aggregates):
         errors.append(FieldError(f"{at}.aggregates", "a stage reading one has aggregates, and no join"))
+    upstream = {u.name: u for u in spec.stages}.get(srcs[0])
+    if not merge and s.accumulation == "discarding" and upstream is not None and upstream.accumulation != "discarding":
+        other = sorted(out for out, a in (s.aggregates or {}).items() if next(iter(a)) not in ("sum", "count"))
+        if other:
+            errors.append(FieldError(f"{at}.aggregates", f"a discarding stage over {srcs[0]}'s restating panes "
+                                                         f"can sum or count (a retraction subtracts), not {other}"))
     clash = (set(s.aggregates or ()) | set(keys_of(s)[0])) & set(PANE_COLUMNS)
     if clash:
         errors.append(FieldError(f"{at}.aggregates", f"column names {sorted(clash)} are reserved for pane metadata"))
@@ -244,11 +251,17 @@ def is_stages_document(doc: Any) -> bool:
     return isinstance(doc, dict) and "stages" in doc
 
 
+def indexed(e: ValidationError) -> SpecError:
+    """A validation error's fields with list positions as indices (``stages[1].window``)."""
+    errors = spec_error(e).errors
+    return SpecError.of([FieldError(re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", f.field), f.reason) for f in errors])
+
+
 def parse_stages_spec(doc: dict) -> StagesSpec:
     try:
         spec = StagesSpec.model_validate(doc)
     except ValidationError as e:
-        raise spec_error(e) from None
+        raise indexed(e) from None
     spec.to_graph()
     return spec
 
@@ -259,7 +272,7 @@ def parse_stages_run_spec(doc: dict, base_dir: str | Path | None = None) -> Stag
     try:
         spec = StagesRunSpec.model_validate(doc)
     except ValidationError as e:
-        raise spec_error(e) from None
+        raise indexed(e) from None
     spec.to_graph()
     if base_dir is not None:
         for part in [i.source for i in spec.inputs.values()] + [spec.sink, spec.dead_letter]:

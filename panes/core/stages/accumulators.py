@@ -119,6 +119,46 @@ class ContributionAggregate(AggregateFn):
         return hash(("contributions", hash(self.inner)))
 
 
+class SignedAggregate(AggregateFn):
+    """A sum or count in a discarding stage over restating panes: each pane's rows add, its
+    retractions subtract, so the panes are the changes since the last pane (Streaming 102's
+    retractions in a chained pipeline)."""
+
+    name = "signed"
+    #: the aggregates a retraction can subtract from
+    INVERTIBLE = ("sum", "count")
+
+    def __init__(self, inner: AggregateFn):
+        if inner.name not in self.INVERTIBLE:
+            raise ValueError(f"a discarding stage over restating panes sums or counts, not {inner.name}")
+        super().__init__(contribution_column(inner.column))
+        self.inner = inner
+        self.numeric = inner.numeric
+
+    def create(self) -> Any:
+        return self.inner.create()
+
+    def add_group(self, acc: Any, values: Any, ts: np.ndarray, seq: np.ndarray) -> Any:
+        sign = [-1 if c.retraction else 1 for c in values]
+        if self.inner.name == "count":
+            counted = [g for g, c in zip(sign, values) if self.inner.column in (None, "*") or c.value is not None]
+            return acc + sum(counted)
+        signed = [None if c.value is None else g * c.value for g, c in zip(sign, values)]
+        return self.inner.add_group(acc, value_array(signed), ts, seq)
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return self.inner.merge(a, b)
+
+    def extract(self, acc: Any) -> Any:
+        return self.inner.extract(acc)
+
+    def describe(self) -> dict:
+        return self.inner.describe()
+
+    def __hash__(self) -> int:
+        return hash(("signed", hash(self.inner)))
+
+
 class MergeState:
     """A merge stage's window: the merge's accumulator of plain rows, and each side's
     contributions (contributor -> (pane index, rows))."""

@@ -14,6 +14,7 @@ from ..aggregates import Aggregate
 from ..pipeline import ACCUMULATION_MODES, WatermarkStrategy
 from ..triggers import Never, Trigger
 from ..windows import Inherited, WindowFn
+from .accumulators import SignedAggregate
 from .merges import MERGES, MergeSides, load_merge
 
 #: the pane columns besides the key and the values (reserved in every stage's output)
@@ -91,9 +92,23 @@ class StageGraph:
                     raise ValueError(f"stage {s.name}: reads {src!r}, which is no input or earlier stage")
             if s.window is None and any(src in self.input_names for src in s.sources):
                 raise ValueError(f"stage {s.name}: needs a window (an input has no windows to inherit)")
+            why = self.unsigned(s)
+            if why:
+                raise ValueError(f"stage {s.name}: {why}")
             seen.add(s.name)
         if self.output is not None and self.output not in {s.name for s in self.stages}:
             raise ValueError(f"output: no stage {self.output!r}")
+
+    def unsigned(self, s: Stage) -> str | None:
+        """Why a discarding stage cannot take in restating panes (its panes are changes: a
+        retraction must subtract), or None."""
+        if s.is_merge or s.accumulation != "discarding" or not self.emits_contributions(s.sources[0]):
+            return None
+        other = [a.output for a in s.aggregates if a.fn.name not in SignedAggregate.INVERTIBLE]
+        if other:
+            return (f"a discarding stage over {s.sources[0]}'s restating panes can sum or count (a retraction "
+                    f"subtracts), not {other}")
+        return None
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -150,6 +165,8 @@ class StageGraph:
         s = self.stage(source)
         if not s.is_merge:
             return (*s.key, *(a.output for a in s.aggregates))
+        if any(self.columns(src) is None for src in s.sources):
+            return None
         merge = self.merge(s)
         out = getattr(merge, "output_columns", None)
         return None if out is None else (*s.key, *[c for c in out() if c not in s.key])

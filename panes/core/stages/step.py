@@ -15,7 +15,15 @@ from ..engine import TS, DeadLetter, Engine, EngineState
 from ..pipeline import Pipeline, WatermarkStrategy
 from ..rules import Reason
 from ..windows import WINDOW_END, WINDOW_START, Inherited
-from .accumulators import MERGE_ROW, Contribution, ContributionAggregate, MergeAggregate, SideRow, contribution_column
+from .accumulators import (
+    MERGE_ROW,
+    Contribution,
+    ContributionAggregate,
+    MergeAggregate,
+    SideRow,
+    SignedAggregate,
+    contribution_column,
+)
 from .graph import PANE_COLUMNS, Stage, StageGraph
 from .holds import output_watermark
 from .rows import CONTRIBUTOR, SEQ, plain_value, record_at, stage_frame
@@ -65,6 +73,8 @@ class StageRunner:
         s = self.stage
         if self.merge_fn is not None:
             aggs: tuple[Aggregate, ...] = (Aggregate(ROWS, MergeAggregate(self.merge_fn)),)
+        elif self.contributions[0] and s.accumulation == "discarding":
+            aggs = tuple(Aggregate(a.output, SignedAggregate(a.fn)) for a in s.aggregates)
         elif self.contributions[0]:
             aggs = tuple(Aggregate(a.output, ContributionAggregate(a.fn)) for a in s.aggregates)
         else:
