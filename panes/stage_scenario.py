@@ -15,8 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .core.output import dead_letter_record
-from .core.stages import GraphRunner, InputLetter, StageGraph, StageLetter
+from .core.stages import GraphRunner, StageGraph, letter_record
 from .scenario import DOCUMENT_KEYS, ReplayResult, parse_step
 from .spec import FieldError, SpecError, load_document
 from .stage_spec import StagesSpec, parse_stages_spec
@@ -97,15 +96,6 @@ def timeline_columns(steps: list[dict], inp) -> tuple[str, ...]:
 class StageReplayResult(ReplayResult):
     #: every stage's printed panes
     stages: dict[str, list[dict]] = field(default_factory=dict)
-
-
-def letter_record(d: StageLetter | InputLetter) -> dict:
-    """A dead letter as a record: the single-stage form, naming its input (and stage)."""
-    out = dead_letter_record(d.letter)
-    out["input"] = d.input
-    if isinstance(d, StageLetter):
-        out["stage"] = d.stage
-    return out
 
 
 def replay_stages_core(scenario: StageScenario) -> StageReplayResult:

@@ -12,10 +12,10 @@ from .accumulators import Contribution, ContributionAggregate, MergeAggregate
 from .graph import PANE_COLUMNS, Input, Stage, StageGraph
 from .holds import output_watermark, window_hold
 from .merges import MERGES, Cogroup, InnerJoin, LeftJoin, MergeAccumulation, MergeSides, load_merge
-from .run import GraphRunner, GraphState, GraphStep, InputLetter
+from .run import GraphRunner, GraphState, GraphStep, InputLetter, input_pipeline, letter_record, once
 from .step import StageLetter, StageRunner, StageStep
 
 __all__ = ["Cogroup", "Contribution", "ContributionAggregate", "GraphRunner", "GraphState", "GraphStep", "InnerJoin",
            "Input", "InputLetter", "LeftJoin", "MERGES", "MergeAccumulation", "MergeAggregate", "MergeSides",
-           "PANE_COLUMNS", "Stage", "StageGraph", "StageLetter", "StageRunner", "StageStep", "load_merge",
-           "output_watermark", "window_hold"]
+           "PANE_COLUMNS", "Stage", "StageGraph", "StageLetter", "StageRunner", "StageStep", "input_pipeline",
+           "letter_record", "load_merge", "once", "output_watermark", "window_hold"]

@@ -26,6 +26,8 @@ from ..windows import WINDOW_END, WINDOW_START
 SEQ = "__seq"
 RECORD = "__record"
 CONTRIBUTOR = "__contributor"
+#: a stage's row: the phase of the engine's step that emitted it (0 clock, 1 records, 2 watermark)
+PHASE = "__phase"
 
 
 def contributor_id(key: tuple, start: int, end: int) -> str:
@@ -73,13 +75,13 @@ def pane_rows(pane: Pane, pipeline: Pipeline, table: bool) -> list[dict]:
     return [{**base, **{c: v for c, v in row.items() if c not in key}} for row in rows]
 
 
-def stage_frame(panes: list[Pane], pipeline: Pipeline, table: bool,
+def stage_frame(panes: list[tuple[int, Pane]], pipeline: Pipeline, table: bool,
                 columns: list[str]) -> tuple[pd.DataFrame, list[dict]]:
-    """A stage's panes as rows (see the module's docstring), in emission order, and as the
-    records it prints."""
+    """A stage's panes (each with the phase that emitted it) as rows (see the module's
+    docstring), in emission order, and as the records it prints."""
     records: list[dict] = []
-    internal: dict[str, list] = {TS: [], WINDOW_START: [], WINDOW_END: [], CONTRIBUTOR: []}
-    for p in panes:
+    internal: dict[str, list] = {TS: [], WINDOW_START: [], WINDOW_END: [], CONTRIBUTOR: [], PHASE: []}
+    for phase, p in panes:
         rows = pane_rows(p, pipeline, table)
         end = pipeline.window.internal_end(p.window_end)
         contributor = contributor_id(p.key, p.window_start, end)
@@ -89,6 +91,7 @@ def stage_frame(panes: list[Pane], pipeline: Pipeline, table: bool,
             internal[WINDOW_START].append(p.window_start)
             internal[WINDOW_END].append(end)
             internal[CONTRIBUTOR].append(contributor)
+            internal[PHASE].append(phase)
     names = list(dict.fromkeys([*columns, *(c for r in records for c in r)]))
     frame = frame_of(records, names)
     for c, values in internal.items():

@@ -18,6 +18,7 @@ import pandas as pd
 from .. import rules
 from ..aggregates import Aggregate, Count
 from ..engine import DeadLetter, EngineState
+from ..output import dead_letter_record
 from ..pipeline import Pipeline
 from ..records import parse_records
 from ..time import END_OF_INPUT, MIN_TIME
@@ -57,6 +58,15 @@ class GraphStep:
 
     records: dict[str, list[dict]] = field(default_factory=dict)
     letters: list[StageLetter | InputLetter] = field(default_factory=list)
+
+
+def letter_record(d: StageLetter | InputLetter) -> dict:
+    """A dead letter as a record: the single-stage form, naming its input (and stage)."""
+    out = dead_letter_record(d.letter)
+    out["input"] = d.input
+    if isinstance(d, StageLetter):
+        out["stage"] = d.stage
+    return out
 
 
 def input_pipeline(i: Input) -> Pipeline:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..aggregates import Aggregate
-from ..engine import TS, DeadLetter, Engine, EngineState
+from ..engine import TS, DeadLetter, Engine, EngineState, Pane
 from ..pipeline import Pipeline, WatermarkStrategy
 from ..rules import Reason
 from ..windows import WINDOW_END, WINDOW_START, Inherited
@@ -111,13 +111,28 @@ class StageRunner:
                 origins.append((j, side))
         batch = pd.concat(parts, ignore_index=True) if parts else None
         origin: dict[int, tuple[str, int | None]] = {}
-        res = self.engine.step(state, batch, watermark=watermark, processing_time=processing_time,
-                               record_of=self.record_finder(origins, origin))
-        for d in res.dead_letters:
+        panes, dead = self.engine_step(state, batch, watermark, processing_time, self.record_finder(origins, origin))
+        for d in dead:
             src, seq = origin.get(id(d.record), (self.stage.sources[0], None))
             letters.append(StageLetter(d, src, self.stage.name, seq))
-        rows, records = stage_frame(res.panes, self.pipeline, self.merge_fn is not None, self.columns)
+        rows, records = stage_frame(panes, self.pipeline, self.merge_fn is not None, self.columns)
         return StageStep(rows, records, letters, output_watermark(self.engine, state))
+
+    def engine_step(self, state: EngineState, batch: pd.DataFrame | None, watermark: int,
+                    processing_time: int | None, record_of) -> tuple[list[tuple[int, Pane]], list[DeadLetter]]:
+        """The engine's step in its three phases (the clock moves, the batch, the watermark moves),
+        each pane with its phase: panes of different keys interleave by phase (a plan that runs
+        the keys apart orders them by it)."""
+        panes: list[tuple[int, Pane]] = []
+        dead: list[DeadLetter] = []
+        if processing_time is not None and processing_time > state.processing_time:
+            panes += [(0, p) for p in self.engine.advance(state, None, processing_time).panes]
+        if batch is not None and len(batch):
+            res = self.engine.ingest(state, batch, record_of=record_of)
+            panes += [(1, p) for p in res.panes]
+            dead = res.dead_letters
+        panes += [(2, p) for p in self.engine.advance(state, watermark).panes]
+        return panes, dead
 
     def record_finder(self, origins: list, origin: dict):
         """``record_of`` for the engine: batch row -> the record, noting where it came from."""
@@ -143,8 +158,8 @@ class StageRunner:
         """A side's rows that have their key and numbers where the aggregates need them; the
         others as dead letters (the first failed check's reason, as ``rules.VALIDATION_ORDER``)."""
         keys = list(self.stage.keys[j])
-        numeric = [] if self.stage.is_merge else [a.fn.column for a in self.stage.aggregates
-                                                  if a.fn.numeric and a.fn.column in side.columns]
+        numeric: list[str] = [] if self.stage.is_merge else [
+            str(a.fn.column) for a in self.stage.aggregates if a.fn.numeric and a.fn.column in side.columns]
         missing = side[keys].isna().to_numpy() if keys else np.zeros((len(side), 0), dtype=bool)
         not_number = np.zeros((len(side), len(numeric)), dtype=bool)
         for n, c in enumerate(numeric):
@@ -183,10 +198,10 @@ class StageRunner:
             return out
         for a in self.stage.aggregates:
             col = a.fn.column
-            if contributions[0] is not None:
+            if self.contributions[j]:
                 values = side[col].tolist() if col in side.columns else [None] * len(side)
                 out[contribution_column(col)] = objects([c._replace(value=plain_value(v))
-                                                         for c, v in zip(contributions, values)])
+                                                         for c, v in zip(contributions, values) if c is not None])
             elif col not in (None, "*") and col not in out.columns:
                 out[col] = side[col].to_numpy()
         return out
