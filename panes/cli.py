@@ -27,6 +27,12 @@ def check_plan(spec: RunSpec) -> None:
             raise SpecError("spark.plan", f"'native' cannot run this pipeline: {why} (use auto or stateful)")
 
 
+def stage_graph_of(doc: dict):
+    from . import stage_graph
+
+    return stage_graph(doc)
+
+
 @click.group(help="Event-time windowing for PySpark: windows, watermarks, triggers, late data.")
 @click.version_option(package_name="panes")
 def main() -> None:
@@ -89,8 +95,21 @@ def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
               help="Override the spec's mode.")
 @click.option("--quiet", is_flag=True, help="No progress on the terminal.")
 def run(spec: str, master: str | None, mode: str | None, quiet: bool) -> None:
-    from .spec import load_run_spec
+    from .spec import load_document, load_run_spec
+    from .stage_spec import is_stages_document, load_stages_run_spec
 
+    try:
+        if is_stages_document(load_document(spec)):
+            ms = load_stages_run_spec(spec)
+            if mode:
+                ms.mode = "batch" if mode == "batch" else "stream"
+            from .stage_runner import run_stages
+
+            run_stages(ms, master=master, progress=not quiet)
+            return
+    except SpecError as e:
+        _fail(e)
+        return
     try:
         s = load_run_spec(spec)
         if mode:
@@ -112,6 +131,15 @@ def explain(spec: str) -> None:
 
     try:
         doc = load_document(spec)
+        from .stage_spec import is_stages_document
+
+        if is_stages_document(doc.get("pipeline", doc)):
+            from .spark.stages.plan import EXPLAIN
+
+            graph = stage_graph_of(doc.get("pipeline", doc))
+            click.echo(f"{doc.get('mode', 'stream')}: {EXPLAIN}; {len(graph.stages)} stages, output "
+                       f"{graph.output_stage.name}")
+            return
         run_fields = ("source", "sink", "dead_letter", "checkpoint", "spark", "mode", "timeout")
         body = doc["pipeline"] if "pipeline" in doc else {k: v for k, v in doc.items() if k not in run_fields}
         ps = parse_pipeline_spec(body)

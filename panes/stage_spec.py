@@ -144,6 +144,10 @@ class StagesRunSpec(StagesSpec):
         return None if v is None else duration(v)
 
 
+#: the fields of a multi-stage run spec that are not its pipeline's
+RUN_ONLY = tuple(f for f in StagesRunSpec.model_fields if f not in StagesSpec.model_fields)
+
+
 def keys_of(s: StageSpec) -> tuple[tuple[str, ...], ...]:
     """The key columns on each source."""
     def cols(v: Any) -> tuple[str, ...]:

@@ -11,10 +11,14 @@ records only the multi-stage scenarios.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark"))  # the tests' user functions
+# the tests' user functions (tests/spark/merges.py), for this process and Spark's Python workers
+_USER = str(Path(__file__).resolve().parents[1] / "spark")
+sys.path.insert(0, _USER)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_USER, os.environ.get("PYTHONPATH", "")) if p)
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = sorted((HERE.parent / "scenarios").glob("*.yaml"))
