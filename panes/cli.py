@@ -134,11 +134,11 @@ def explain(spec: str) -> None:
         from .stage_spec import is_stages_document
 
         if is_stages_document(doc.get("pipeline", doc)):
-            from .spark.stages.plan import EXPLAIN
+            from .spark.stages.plan import BATCH_EXPLAIN, EXPLAIN
 
             graph = stage_graph_of(doc.get("pipeline", doc))
-            click.echo(f"{doc.get('mode', 'stream')}: {EXPLAIN}; {len(graph.stages)} stages, output "
-                       f"{graph.output_stage.name}")
+            text = BATCH_EXPLAIN if doc.get("mode") == "batch" else "stream: " + EXPLAIN
+            click.echo(f"{text}; {len(graph.stages)} stages, output {graph.output_stage.name}")
             return
         run_fields = ("source", "sink", "dead_letter", "checkpoint", "spark", "mode", "timeout")
         body = doc["pipeline"] if "pipeline" in doc else {k: v for k, v in doc.items() if k not in run_fields}

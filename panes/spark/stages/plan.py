@@ -23,11 +23,15 @@ from ..columns import CLOCK, DETAIL, INVALID, PUNCT, SPARK_END_MS, TS
 from .buckets import HIDDEN, KIND, ROW
 from .schema import DEAD_LETTERS, pane_schema, typed
 from .stream import StagesStream
-from .transport import INPUT, RECORD, input_rows
+from .transport import INPUT, RECORD, input_rows, record_columns
 
 EXPLAIN = ("stages: one foreachBatch query over the union of the inputs; per micro-batch each stage's step "
            "runs in order as the core engine over hash buckets of its key (its state under the checkpoint), "
            "the driver keeping each input's watermark and each stage's output watermark")
+
+
+BATCH_EXPLAIN = ("batch: every stage's step once over all the rows (the core engine over hash buckets of its "
+                 "key), then the end of every input; each stage one pane per window")
 
 
 class StagesResult:
@@ -100,9 +104,18 @@ def transported(frames: dict[str, DataFrame], graph: StageGraph, ingestion: Colu
     return functools.reduce(lambda a, b: a.unionByName(b), parts)
 
 
+def with_columns(graph: StageGraph, schemas: dict[str, ST.StructType]) -> StageGraph:
+    """The graph with each input's record columns, from its DataFrame's schema where the spec
+    does not list them (what a merge's rows hold)."""
+    inputs = tuple(i if i.columns is not None or i.name not in schemas
+                   else replace(i, columns=tuple(record_columns(schemas[i.name], i))) for i in graph.inputs)
+    return replace(graph, inputs=inputs)
+
+
 def stages_stream(frames: dict[str, DataFrame], graph: StageGraph, buckets: int = 8,
                   control_wm: str | None = None) -> StagesResult:
     schemas = {n: df.schema for n, df in frames.items()}
+    graph = with_columns(graph, schemas)
     return StagesResult(graph, schemas, transported(frames, graph, control_wm=control_wm), buckets)
 
 
@@ -115,7 +128,7 @@ def final_answer(graph: StageGraph) -> StageGraph:
 def stages_batch(frames: dict[str, DataFrame], graph: StageGraph, buckets: int = 8) -> StagesResult:
     """The final answer over bounded inputs: the stream's step once, then the end of every input."""
     spark = next(iter(frames.values())).sparkSession
-    final = final_answer(graph)
+    final = final_answer(with_columns(graph, {n: df.schema for n, df in frames.items()}))
     rows = transported(frames, final)
     ends = spark.createDataFrame([(n, SPARK_END_MS) for n in graph.input_names], f"{INPUT} string, {PUNCT} long")
     end_rows = ends.select(F.col(INPUT), F.lit(None).cast("long").alias(TS), F.col(PUNCT),
@@ -131,6 +144,6 @@ def stages_batch(frames: dict[str, DataFrame], graph: StageGraph, buckets: int =
     frames_out = {name: df.filter((F.col(KIND) == "P") & ~F.col(HIDDEN)).select(ROW) for name, df in out.rows.items()}
     result = StagesResult(final, {n: df.schema for n, df in frames.items()}, None, buckets, frames_out,
                           out.dead_letters.select(ROW))
-    result.plan = "batch: " + EXPLAIN + ", run once over all the rows, then the end of every input"
+    result.plan = BATCH_EXPLAIN
     return result
 
