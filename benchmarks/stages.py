@@ -45,8 +45,21 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from common import (  # noqa: E402
-    BASE_MS, DATA, DAY_MS, FIRST_AUCTION_ID, FIRST_PERSON_ID, NEXMARK_RATE, RESULTS, SEED, log, merge_figures,
-    meta_of, nexmark_schema, generate_nexmark, start_spark, stream_input,
+    BASE_MS,
+    DATA,
+    DAY_MS,
+    FIRST_AUCTION_ID,
+    FIRST_PERSON_ID,
+    NEXMARK_RATE,
+    RESULTS,
+    SEED,
+    generate_nexmark,
+    log,
+    merge_figures,
+    meta_of,
+    nexmark_schema,
+    start_spark,
+    stream_input,
 )
 
 TS = "dateTime"
@@ -54,26 +67,70 @@ BIDS = {"event_time": TS, "watermark": {"max_delay": "4 seconds"}}
 HOP = {"hopping": {"size": "10 seconds", "hop": "2 seconds"}}
 TUMBLE = {"tumbling": {"size": "10 seconds"}}
 SPECS = {
-    "q5": {"inputs": {"bids": BIDS}, "stages": [
-        {"name": "per_auction", "from": "bids", "key": "auction", "window": HOP, "aggregates": {"num": {"count": "*"}}},
-        {"name": "hottest", "from": "per_auction", "aggregates": {"maxnum": {"max": "num"}}},
-        {"name": "q5", "from": ["per_auction", "hottest"], "key": {"per_auction": "num", "hottest": "maxnum"},
-         "join": "inner"}]},
-    "q7": {"inputs": {"bids": BIDS}, "stages": [
-        {"name": "highest", "from": "bids", "window": TUMBLE, "aggregates": {"maxprice": {"max": "price"}}},
-        {"name": "q7", "from": ["bids", "highest"], "key": {"bids": "price", "highest": "maxprice"}, "window": TUMBLE,
-         "join": "inner"}]},
-    "q8": {"inputs": {"persons": BIDS, "auctions": BIDS}, "stages": [
-        {"name": "new_people", "from": "persons", "key": "id", "window": TUMBLE, "aggregates": {"name": {"first": "name"}}},
-        {"name": "sellers", "from": "auctions", "key": "seller", "window": TUMBLE,
-         "aggregates": {"auctions": {"count": "*"}}},
-        {"name": "q8", "from": ["new_people", "sellers"], "key": {"new_people": "id", "sellers": "seller"},
-         "join": "inner"}]},
+    "q5": {
+        "inputs": {"bids": BIDS},
+        "stages": [
+            {
+                "name": "per_auction",
+                "from": "bids",
+                "key": "auction",
+                "window": HOP,
+                "aggregates": {"num": {"count": "*"}},
+            },
+            {"name": "hottest", "from": "per_auction", "aggregates": {"maxnum": {"max": "num"}}},
+            {
+                "name": "q5",
+                "from": ["per_auction", "hottest"],
+                "key": {"per_auction": "num", "hottest": "maxnum"},
+                "join": "inner",
+            },
+        ],
+    },
+    "q7": {
+        "inputs": {"bids": BIDS},
+        "stages": [
+            {"name": "highest", "from": "bids", "window": TUMBLE, "aggregates": {"maxprice": {"max": "price"}}},
+            {
+                "name": "q7",
+                "from": ["bids", "highest"],
+                "key": {"bids": "price", "highest": "maxprice"},
+                "window": TUMBLE,
+                "join": "inner",
+            },
+        ],
+    },
+    "q8": {
+        "inputs": {"persons": BIDS, "auctions": BIDS},
+        "stages": [
+            {
+                "name": "new_people",
+                "from": "persons",
+                "key": "id",
+                "window": TUMBLE,
+                "aggregates": {"name": {"first": "name"}},
+            },
+            {
+                "name": "sellers",
+                "from": "auctions",
+                "key": "seller",
+                "window": TUMBLE,
+                "aggregates": {"auctions": {"count": "*"}},
+            },
+            {
+                "name": "q8",
+                "from": ["new_people", "sellers"],
+                "key": {"new_people": "id", "sellers": "seller"},
+                "join": "inner",
+            },
+        ],
+    },
 }
 #: each query's output columns (both sides select them)
-COLUMNS = {"q5": ["auction", "window_start", "window_end", "num"],
-           "q7": ["auction", "bidder", "price", "window_start", "window_end"],
-           "q8": ["id", "name", "window_start", "window_end", "auctions"]}
+COLUMNS = {
+    "q5": ["auction", "window_start", "window_end", "num"],
+    "q7": ["auction", "bidder", "price", "window_start", "window_end"],
+    "q8": ["id", "name", "window_start", "window_end", "auctions"],
+}
 INPUTS = {"q5": ["bids"], "q7": ["bids"], "q8": ["persons", "auctions"]}
 STREAMING_PLAIN = {"q5", "q8"}
 
@@ -105,17 +162,34 @@ def generate_people(bids: int) -> Path:
     pdir.mkdir()
     adir.mkdir()
     stamp = pa.timestamp("ms", tz="UTC")
-    pq.write_table(pa.table({"id": pa.array(np.arange(n_p) + FIRST_PERSON_ID), "name": pa.array(names),
-                             TS: pa.array(ts[person], type=stamp)}), pdir / "part-00000.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array(np.arange(n_p) + FIRST_PERSON_ID),
+                "name": pa.array(names),
+                TS: pa.array(ts[person], type=stamp),
+            }
+        ),
+        pdir / "part-00000.parquet",
+    )
     a_ev = ev[auction]
     last_person = a_ev // 50  # the persons created so far (0-based)
     hot = rng.random(len(a_ev)) < 0.75
     lo = np.maximum(0, last_person - 1000 + 1)
-    seller = np.where(hot, (last_person // 100) * 100, lo + (rng.random(len(a_ev)) * (last_person + 1 - lo)).astype(int))
-    pq.write_table(pa.table({"id": pa.array(np.arange(len(a_ev)) + FIRST_AUCTION_ID),
-                             "seller": pa.array(seller.astype(np.int64) + FIRST_PERSON_ID),
-                             "category": pa.array(10 + rng.integers(0, 5, len(a_ev))),
-                             TS: pa.array(ts[auction], type=stamp)}), adir / "part-00000.parquet")
+    seller = np.where(
+        hot, (last_person // 100) * 100, lo + (rng.random(len(a_ev)) * (last_person + 1 - lo)).astype(int)
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array(np.arange(len(a_ev)) + FIRST_AUCTION_ID),
+                "seller": pa.array(seller.astype(np.int64) + FIRST_PERSON_ID),
+                "category": pa.array(10 + rng.integers(0, 5, len(a_ev))),
+                TS: pa.array(ts[auction], type=stamp),
+            }
+        ),
+        adir / "part-00000.parquet",
+    )
     for d, rows in ((pdir, n_p), (adir, len(a_ev))):
         (d / "_meta.json").write_text(json.dumps({"records": rows, "bids": bids}))
     (out / "bids").symlink_to(bid_dir)
@@ -146,13 +220,19 @@ def plain(query: str, frames: dict, stream: bool = False):
 
     if query == "q5":
         bids = frames["bids"].withWatermark(TS, "4 seconds") if stream else frames["bids"]
-        counts = win(bids, ["auction"], 2).agg(F.count(F.lit(1)).alias("num")).select(
-            "auction", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "num")
+        counts = (
+            win(bids, ["auction"], 2)
+            .agg(F.count(F.lit(1)).alias("num"))
+            .select("auction", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "num")
+        )
         return counts if stream else q5_second(counts)
     if query == "q7":
         bids = frames["bids"]
-        top = win(bids, []).agg(F.max("price").alias("maxprice")).select(
-            F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "maxprice")
+        top = (
+            win(bids, [])
+            .agg(F.max("price").alias("maxprice"))
+            .select(F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "maxprice")
+        )
         t = F.unix_millis(TS)
         b = bids.withColumn("window_start", F.timestamp_millis(t - F.pmod(t, F.lit(10_000))))
         return b.join(top, "window_start").filter(F.col("price") == F.col("maxprice")).select(*COLUMNS["q7"])
@@ -162,16 +242,16 @@ def plain(query: str, frames: dict, stream: bool = False):
     people = win(persons, ["id"]).agg(F.first("name").alias("name"))
     sellers = win(auctions, ["seller"]).agg(F.count(F.lit(1)).alias("auctions"))
     joined = people.join(sellers, (F.col("id") == F.col("seller")) & (people["w"] == sellers["w"]))
-    return joined.select("id", "name", people["w.start"].alias("window_start"), people["w.end"].alias("window_end"),
-                         "auctions")
+    return joined.select(
+        "id", "name", people["w.start"].alias("window_start"), people["w.end"].alias("window_end"), "auctions"
+    )
 
 
 def q5_second(counts):
     from pyspark.sql import functions as F
 
     top = counts.groupBy("window_start", "window_end").agg(F.max("num").alias("maxn"))
-    return counts.join(top, ["window_start", "window_end"]).filter(F.col("num") >= F.col("maxn")).select(
-        *COLUMNS["q5"])
+    return counts.join(top, ["window_start", "window_end"]).filter(F.col("num") >= F.col("maxn")).select(*COLUMNS["q5"])
 
 
 def panes_result(query: str, frames: dict):
@@ -207,18 +287,19 @@ def run_panes_batch(spark, query: str, root: Path) -> tuple[float, tuple]:
     return time.perf_counter() - t0, summary(df, COLUMNS[query])
 
 
-def stream_dirs(root: Path, names: list[str]) -> dict:
+def stream_dirs(root: Path, names: list[str]) -> tuple[dict, int]:
     """Each input's streaming directory: its files and a sentinel record a day after the data."""
     import pyarrow.parquet as pq
 
-    out = {}
+    out: dict[str, Path] = {}
+    s = 0
     for n in names:
         path = root / n
         last = max(pq.read_table(f, columns=[TS]).column(TS).to_numpy().max() for f in path.glob("part-*.parquet"))
         s = (int(last.astype("datetime64[ms]").astype(np.int64)) // DAY_MS + 2) * DAY_MS
-        row = {f.name: None for f in pq.read_schema(next(path.glob("part-*.parquet")))}
+        row: dict = {f.name: None for f in pq.read_schema(next(path.glob("part-*.parquet")))}
         row.update({TS: s, "auction": -1, "bidder": -1, "price": 0, "id": -1, "seller": -1, "name": "sentinel"})
-        out[n] = stream_input(path.resolve(), {k: v for k, v in row.items()})
+        out[n] = stream_input(path.resolve(), row)
     return out, s - DAY_MS // 2
 
 
@@ -241,17 +322,25 @@ def run_stream(spark, query: str, root: Path, side: str) -> tuple[float, tuple]:
         q = panes_result(query, frames).write_stream(keep, lambda d, i: None, check, availableNow=True)
     else:  # q5: the second stage per micro-batch; q8: one query
         second = q5_second if query == "q5" else (lambda d: d)
-        q = plain(query, frames, stream=True).writeStream.foreachBatch(lambda d, i: keep(second(d), i)).option(
-            "checkpointLocation", check).outputMode("append").trigger(availableNow=True).start()
+        q = (
+            plain(query, frames, stream=True)
+            .writeStream.foreachBatch(lambda d, i: keep(second(d), i))
+            .option("checkpointLocation", check)
+            .outputMode("append")
+            .trigger(availableNow=True)
+            .start()
+        )
     q.awaitTermination()
     seconds = time.perf_counter() - t0
     shutil.rmtree(check, ignore_errors=True)
     if q.exception():
         raise RuntimeError(str(q.exception()))
-    result = rows[0] if len(rows) == 1 else rows[0].unionByName(rows[1]) if rows else None
-    for r in rows[2:]:
+    if not rows:
+        return seconds, (0, 0)
+    result = rows[0]
+    for r in rows[1:]:
         result = result.unionByName(r)
-    return seconds, summary(result, COLUMNS[query]) if result is not None else (0, 0)
+    return seconds, summary(result, COLUMNS[query])
 
 
 def benchmarks() -> list[tuple[str, str, str]]:
@@ -269,10 +358,12 @@ def run(spark, bids: int, repeat: int = 1, only: list[str] | None = None) -> dic
         if only and not any(fnmatch.fnmatchcase(name, p) for p in only):
             continue
         n = sum(records[i] for i in INPUTS[query])
-        sides = {"panes": []} if mode == "stream" and query not in STREAMING_PLAIN else {"plain": [], "panes": []}
+        sides: dict[str, list[float]] = (
+            {"panes": []} if mode == "stream" and query not in STREAMING_PLAIN else {"plain": [], "panes": []}
+        )
         sums = {}
         for k in range(repeat):
-            for side in (list(sides) if k % 2 == 0 else list(sides)[::-1]):
+            for side in list(sides) if k % 2 == 0 else list(sides)[::-1]:
                 if mode == "batch":
                     s, sums[side] = (run_panes_batch if side == "panes" else run_batch)(spark, query, root)
                 else:

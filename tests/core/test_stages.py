@@ -100,8 +100,10 @@ def test_q5_is_the_auctions_with_the_most_bids_of_each_hopping_window():
     for b in records_of(path):
         for s in hopping(parse_instant(b["ts"]), 10_000, 2_000):
             counts[window_of(0, 10_000, s)][b["auction"]] += 1
-    expected = {w: Counter({(("num", n), ("auction", a)): 1 for a, n in c.items() if n == max(c.values())})
-                for w, c in counts.items()}
+    expected = {
+        w: Counter({(("num", n), ("auction", a)): 1 for a, n in c.items() if n == max(c.values())})
+        for w, c in counts.items()
+    }
     assert final_rows(replay_stages_core(load_stage_scenario(path)).panes, "accumulating", ["num"]) == expected
     assert len(expected) == 12  # every window from [-8 s, 2 s) to [14 s, 24 s), one every 2 s
 
@@ -154,8 +156,9 @@ def test_chained_stage_ends_at_the_batch_answer_in_every_mode(mode):
         totals = {w: sum(row[0][1] or 0 for row in c.elements()) for w, c in got.items()}
         assert totals == {w: sum(c.values()) for w, c in sums.items()}
     else:
-        assert got == {w: Counter({(("total", sum(c.values())), ("largest", max(c.values()))): 1})
-                       for w, c in sums.items()}
+        assert got == {
+            w: Counter({(("total", sum(c.values())), ("largest", max(c.values()))): 1}) for w, c in sums.items()
+        }
 
 
 def test_chained_accumulating_stage_replaces_a_key_contribution_instead_of_adding_it():
@@ -201,8 +204,15 @@ def test_merged_watermark_is_the_earlier_input_and_moving_it_fires_downstream():
     seen = []
     for step in sc.timeline:
         res = runner.step(state, step.get("input"), step.get("add"), step.get("watermark"), step.get("end", False))
-        seen.append((state.inputs["orders"].watermark, state.inputs["payments"].watermark,
-                     state.watermarks["paid"], len(res.records["paid"]), len(res.records["paid_count"])))
+        seen.append(
+            (
+                state.inputs["orders"].watermark,
+                state.inputs["payments"].watermark,
+                state.watermarks["paid"],
+                len(res.records["paid"]),
+                len(res.records["paid_count"]),
+            )
+        )
     s = parse_instant("2024-01-01T00:00:00Z")
     assert seen[:5] == [
         (MIN_TIME, MIN_TIME, MIN_TIME, 0, 0),
@@ -213,7 +223,10 @@ def test_merged_watermark_is_the_earlier_input_and_moving_it_fires_downstream():
     ]
     out = replay_stages_core(sc)
     assert [(r["window_start"][14:19], r["orders"], r["amount"]) for r in out.panes] == [
-        ("00:00", 2, 42), ("00:10", 1, 50), ("00:30", 1, 8)]
+        ("00:00", 2, 42),
+        ("00:10", 1, 50),
+        ("00:30", 1, 8),
+    ]
 
 
 def test_late_data_on_each_input_is_dead_lettered_once_naming_its_input():
@@ -235,8 +248,15 @@ def test_late_data_on_each_input_is_dead_lettered_once_naming_its_input():
             continue
         w = window_of(parse_instant(b["ts"]), 10_000)
         p = people.get((w, b["buyer"]), {})
-        expected[w][(("buyer", b["buyer"]), ("amount", b["amount"]), ("purchases_ts", b["ts"]),
-                     ("name", p.get("name")), ("people_ts", p.get("ts")))] += 1
+        expected[w][
+            (
+                ("buyer", b["buyer"]),
+                ("amount", b["amount"]),
+                ("purchases_ts", b["ts"]),
+                ("name", p.get("name")),
+                ("people_ts", p.get("ts")),
+            )
+        ] += 1
     assert final_rows(result.panes, "accumulating", ["buyer"]) == expected
     # the late purchase is late at 'spent' too, which sums the others
     spent = [(r["timing"], r["spent"]) for r in result.stages["spent"]]

@@ -31,15 +31,17 @@ WINDOWS = [({"tumbling": {"size": 5000}}, 5000, 5000), ({"hopping": {"size": 600
 @st.composite
 def chains(draw):
     n = draw(st.integers(1, 20))
-    records = [{"k": draw(st.sampled_from("abc")), "t": draw(st.integers(0, 30_000)), "v": draw(st.integers(-5, 20))}
-               for _ in range(n)]
+    records = [
+        {"k": draw(st.sampled_from("abc")), "t": draw(st.integers(0, 30_000)), "v": draw(st.integers(-5, 20))}
+        for _ in range(n)
+    ]
     window = draw(st.sampled_from(WINDOWS))
     lateness = draw(st.sampled_from([0, 3000, 8000]))
     up, down = draw(st.sampled_from(MODES)), draw(st.sampled_from(MODES))
     timeline, i = [], 0
     while i < n:
         size = draw(st.integers(1, 4))
-        step: dict = {"add": records[i:i + size]}
+        step: dict = {"add": records[i : i + size]}
         if draw(st.booleans()):
             step["watermark"] = draw(st.integers(0, 35_000))
         timeline.append(step)
@@ -51,10 +53,24 @@ def chains(draw):
     pipeline = {
         "inputs": {"events": {"event_time": "t", "watermark": {"punctuation": True}}},
         "stages": [
-            {"name": "per_key", "from": "events", "key": "k", "window": window[0], "allowed_lateness": lateness,
-             "trigger": draw(st.sampled_from(FIRST_TRIGGERS)), "accumulation": up, "aggregates": {"s": {"sum": "v"}}},
-            {"name": "total", "from": "per_key", "allowed_lateness": lateness,
-             "trigger": draw(st.sampled_from(TRIGGERS)), "accumulation": down, "aggregates": aggregates},
+            {
+                "name": "per_key",
+                "from": "events",
+                "key": "k",
+                "window": window[0],
+                "allowed_lateness": lateness,
+                "trigger": draw(st.sampled_from(FIRST_TRIGGERS)),
+                "accumulation": up,
+                "aggregates": {"s": {"sum": "v"}},
+            },
+            {
+                "name": "total",
+                "from": "per_key",
+                "allowed_lateness": lateness,
+                "trigger": draw(st.sampled_from(TRIGGERS)),
+                "accumulation": down,
+                "aggregates": aggregates,
+            },
         ],
     }
     return {"pipeline": pipeline, "timeline": timeline}, window, up, down

@@ -11,6 +11,9 @@ class AuctionBidStats(MergeAccumulation):
     """Per auction and window: its item (from the auctions), how many bids it got and the top
     price (from the bids). Adds bids a whole frame at a time (the optional vectorised form)."""
 
+    #: its rows' types on Spark
+    output_schema = "item STRING, bids LONG, top_price LONG"
+
     def create_accumulator(self):
         return {"item": None, "bids": 0, "top": None}
 
