@@ -30,8 +30,9 @@ def run_stages(spec: StagesRunSpec, master: str | None = None, progress: bool = 
     dl_sink = spec.dead_letter or SinkSpec(format="console")
     con = console()
     if spec.mode == "batch":
-        res = stages_batch({n: read_batch(spark, i.source) for n, i in spec.inputs.items()}, graph,
-                           buckets=spec.spark.buckets)
+        res = stages_batch(
+            {n: read_batch(spark, i.source) for n, i in spec.inputs.items()}, graph, buckets=spec.spark.buckets
+        )
         if progress:
             con.print(f"[bold]panes[/bold] {res.plan}")
         panes, dead = res.panes, res.dead_letters
@@ -43,6 +44,29 @@ def run_stages(spec: StagesRunSpec, master: str | None = None, progress: bool = 
             con.print(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters")
         return {"panes": n_panes, "dead_letters": n_dead, "batches": 1}
     return run_stream(spark, spec, dl_sink, progress, con)
+
+
+def sink(target: SinkSpec, what: str, counts: dict):
+    """A callback writing each micro-batch's panes (or dead letters) to a sink, counting them."""
+
+    def write(df, batch_id):
+        df = df.cache()
+        n = df.count()
+        if n:
+            write_batch(df, target, batch_id, title=f"{what} (batch {batch_id})")
+        counts["dead_letters" if what == "dead letters" else "panes"] += n
+        counts["batches"] += what == "panes"
+        df.unpersist()
+
+    return write
+
+
+def trigger_of(spec: StagesRunSpec) -> dict:
+    if spec.spark.available_now:
+        return {"availableNow": True}
+    if spec.spark.trigger_interval:
+        return {"processingTime": f"{spec.spark.trigger_interval} milliseconds"}
+    return {}
 
 
 def run_stream(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con) -> dict:
@@ -57,25 +81,14 @@ def run_stream(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, co
     res = stages_stream(frames, spec.to_graph(), buckets=spec.spark.buckets, control_wm=CONTROL)
     counts = {"panes": 0, "dead_letters": 0, "batches": 0}
 
-    def sink(target: SinkSpec, what: str):
-        def write(df, batch_id):
-            df = df.cache()
-            n = df.count()
-            if n:
-                write_batch(df, target, batch_id, title=f"{what} (batch {batch_id})")
-            counts["dead_letters" if what == "dead letters" else "panes"] += n
-            counts["batches"] += what == "panes"
-            df.unpersist()
-        return write
-
     def start():
-        trigger: dict = {}
-        if spec.spark.available_now:
-            trigger = {"availableNow": True}
-        elif spec.spark.trigger_interval:
-            trigger = {"processingTime": f"{spec.spark.trigger_interval} milliseconds"}
-        return res.write_stream(sink(spec.sink, "panes"), sink(dl_sink, "dead letters"), checkpoint,
-                                query_name=spec.name or "panes", **trigger)
+        return res.write_stream(
+            sink(spec.sink, "panes", counts),
+            sink(dl_sink, "dead letters", counts),
+            checkpoint,
+            query_name=spec.name or "panes",
+            **trigger_of(spec),
+        )
 
     if progress:
         con.print(f"[bold]panes[/bold] stream: {res.plan}; checkpoint {checkpoint}")
@@ -100,6 +113,8 @@ def run_stream(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, co
     if q.exception():
         raise RuntimeError(str(q.exception()))
     if progress:
-        con.print(f"[green]done[/green]: {counts['batches']} micro-batches, {counts['panes']} panes, "
-                  f"{counts['dead_letters']} dead letters")
+        con.print(
+            f"[green]done[/green]: {counts['batches']} micro-batches, {counts['panes']} panes, "
+            f"{counts['dead_letters']} dead letters"
+        )
     return counts

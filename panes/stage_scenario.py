@@ -56,8 +56,12 @@ def load_stage_scenario(source: str | Path | dict) -> StageScenario:
     if errors or spec is None:
         raise SpecError.of(errors)
     graph = spec.to_graph()
-    graph = replace(graph, inputs=tuple(i if i.columns is not None else replace(i, columns=timeline_columns(steps, i))
-                                        for i in graph.inputs))
+    graph = replace(
+        graph,
+        inputs=tuple(
+            i if i.columns is not None else replace(i, columns=timeline_columns(steps, i)) for i in graph.inputs
+        ),
+    )
     return StageScenario(spec, graph, steps, doc)
 
 
@@ -106,8 +110,14 @@ def replay_stages_core(scenario: StageScenario) -> StageReplayResult:
     stages: dict[str, list[dict]] = {s.name: [] for s in graph.stages}
     dead: list[dict] = []
     for step in scenario.timeline:
-        res = runner.step(state, step.get("input"), step.get("add"), step.get("watermark"), step.get("end", False),
-                          step.get("processing_time"))
+        res = runner.step(
+            state,
+            step.get("input"),
+            step.get("add"),
+            step.get("watermark"),
+            step.get("end", False),
+            step.get("processing_time"),
+        )
         for name, records in res.records.items():
             stages[name].extend(records)
         dead.extend(letter_record(d) for d in res.letters)

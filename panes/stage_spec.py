@@ -58,8 +58,12 @@ class InputSpec(SpecModel):
 
     def to_input(self, name: str) -> Input:
         w = self.watermark
-        return Input(name, self.event_time, WatermarkStrategy(w.max_delay, w.punctuation, w.punctuation_column),
-                     None if self.columns is None else tuple(self.columns))
+        return Input(
+            name,
+            self.event_time,
+            WatermarkStrategy(w.max_delay, w.punctuation, w.punctuation_column),
+            None if self.columns is None else tuple(self.columns),
+        )
 
 
 class RunInputSpec(InputSpec):
@@ -123,8 +127,11 @@ class StagesSpec(SpecModel):
         errors = graph_errors(self)
         if errors:
             raise SpecError.of(errors)
-        return StageGraph(tuple(spec.to_input(name) for name, spec in self.inputs.items()),
-                          tuple(to_stage(s) for s in self.stages), self.output)
+        return StageGraph(
+            tuple(spec.to_input(name) for name, spec in self.inputs.items()),
+            tuple(to_stage(s) for s in self.stages),
+            self.output,
+        )
 
 
 class StagesRunSpec(StagesSpec):
@@ -150,6 +157,7 @@ RUN_ONLY = tuple(f for f in StagesRunSpec.model_fields if f not in StagesSpec.mo
 
 def keys_of(s: StageSpec) -> tuple[tuple[str, ...], ...]:
     """The key columns on each source."""
+
     def cols(v: Any) -> tuple[str, ...]:
         return () if v is None else (v,) if isinstance(v, str) else tuple(v)
 
@@ -161,8 +169,18 @@ def keys_of(s: StageSpec) -> tuple[tuple[str, ...], ...]:
 def to_stage(s: StageSpec) -> Stage:
     join = s.join["merge"] if isinstance(s.join, dict) else s.join
     aggs = tuple(make_aggregate(out, *next(iter(a.items()))) for out, a in (s.aggregates or {}).items())
-    return Stage(s.name, tuple(s.sources), keys_of(s), None if s.window is None else parse_window(s.window), aggs,
-                 join, s.allowed_lateness, parse_trigger(s.trigger), s.accumulation, s.only_updated_panes)
+    return Stage(
+        s.name,
+        tuple(s.sources),
+        keys_of(s),
+        None if s.window is None else parse_window(s.window),
+        aggs,
+        join,
+        s.allowed_lateness,
+        parse_trigger(s.trigger),
+        s.accumulation,
+        s.only_updated_panes,
+    )
 
 
 def graph_errors(spec: StagesSpec) -> list[FieldError]:
@@ -206,16 +224,25 @@ def stage_errors(spec: StagesSpec, i: int, s: StageSpec, known: set[str]) -> lis
     if merge and isinstance(s.key, dict) and len(set(map(len, keys_of(s)))) != 1:
         errors.append(FieldError(f"{at}.key", "both sides need as many key columns"))
     if merge and (s.aggregates or s.join is None):
-        errors.append(FieldError(f"{at}.join", f"a stage reading two has a join ({', '.join(JOINS)} or "
-                                               "{merge: 'module:Class'}), not aggregates"))
+        errors.append(
+            FieldError(
+                f"{at}.join",
+                f"a stage reading two has a join ({', '.join(JOINS)} or {{merge: 'module:Class'}}), not aggregates",
+            )
+        )
     if not merge and (s.join is not None or not s.aggregates):
         errors.append(FieldError(f"{at}.aggregates", "a stage reading one has aggregates, and no join"))
     upstream = {u.name: u for u in spec.stages}.get(srcs[0])
     if not merge and s.accumulation == "discarding" and upstream is not None and upstream.accumulation != "discarding":
         other = sorted(out for out, a in (s.aggregates or {}).items() if next(iter(a)) not in ("sum", "count"))
         if other:
-            errors.append(FieldError(f"{at}.aggregates", f"a discarding stage over {srcs[0]}'s restating panes "
-                                                         f"can sum or count (a retraction subtracts), not {other}"))
+            errors.append(
+                FieldError(
+                    f"{at}.aggregates",
+                    f"a discarding stage over {srcs[0]}'s restating panes "
+                    f"can sum or count (a retraction subtracts), not {other}",
+                )
+            )
     clash = (set(s.aggregates or ()) | set(keys_of(s)[0])) & set(PANE_COLUMNS)
     if clash:
         errors.append(FieldError(f"{at}.aggregates", f"column names {sorted(clash)} are reserved for pane metadata"))

@@ -15,7 +15,31 @@ from .merges import MERGES, Cogroup, InnerJoin, LeftJoin, MergeAccumulation, Mer
 from .run import GraphRunner, GraphState, GraphStep, InputLetter, input_pipeline, letter_record, once
 from .step import StageLetter, StageRunner, StageStep
 
-__all__ = ["Cogroup", "Contribution", "ContributionAggregate", "GraphRunner", "GraphState", "GraphStep", "InnerJoin",
-           "Input", "InputLetter", "LeftJoin", "MERGES", "MergeAccumulation", "MergeAggregate", "MergeSides",
-           "PANE_COLUMNS", "Stage", "StageGraph", "StageLetter", "StageRunner", "StageStep", "input_pipeline",
-           "letter_record", "load_merge", "once", "output_watermark", "window_hold"]
+__all__ = [
+    "Cogroup",
+    "Contribution",
+    "ContributionAggregate",
+    "GraphRunner",
+    "GraphState",
+    "GraphStep",
+    "InnerJoin",
+    "Input",
+    "InputLetter",
+    "LeftJoin",
+    "MERGES",
+    "MergeAccumulation",
+    "MergeAggregate",
+    "MergeSides",
+    "PANE_COLUMNS",
+    "Stage",
+    "StageGraph",
+    "StageLetter",
+    "StageRunner",
+    "StageStep",
+    "input_pipeline",
+    "letter_record",
+    "load_merge",
+    "once",
+    "output_watermark",
+    "window_hold",
+]

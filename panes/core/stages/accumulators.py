@@ -213,9 +213,13 @@ class MergeAggregate(AggregateFn):
         return acc
 
     def merge(self, a: Any, b: Any) -> Any:
-        return MergeState(self.merge_fn.merge_accumulators([a.plain, b.plain]),
-                          (merged_tables(a.contributions[0], b.contributions[0]),
-                           merged_tables(a.contributions[1], b.contributions[1])))
+        return MergeState(
+            self.merge_fn.merge_accumulators([a.plain, b.plain]),
+            (
+                merged_tables(a.contributions[0], b.contributions[0]),
+                merged_tables(a.contributions[1], b.contributions[1]),
+            ),
+        )
 
     def extract(self, acc: Any) -> Any:
         left, right = ([row for _, rows in table.values() for row in rows] for table in acc.contributions)

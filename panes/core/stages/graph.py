@@ -106,8 +106,10 @@ class StageGraph:
             return None
         other = [a.output for a in s.aggregates if a.fn.name not in SignedAggregate.INVERTIBLE]
         if other:
-            return (f"a discarding stage over {s.sources[0]}'s restating panes can sum or count (a retraction "
-                    f"subtracts), not {other}")
+            return (
+                f"a discarding stage over {s.sources[0]}'s restating panes can sum or count (a retraction "
+                f"subtracts), not {other}"
+            )
         return None
 
     @property

@@ -13,8 +13,9 @@ the matching right rows or with nulls) and ``cogroup`` (one row with a list of r
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 

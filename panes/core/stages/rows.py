@@ -75,8 +75,9 @@ def pane_rows(pane: Pane, pipeline: Pipeline, table: bool) -> list[dict]:
     return [{**base, **{c: v for c, v in row.items() if c not in key}} for row in rows]
 
 
-def stage_frame(panes: list[tuple[int, Pane]], pipeline: Pipeline, table: bool,
-                columns: list[str]) -> tuple[pd.DataFrame, list[dict]]:
+def stage_frame(
+    panes: list[tuple[int, Pane]], pipeline: Pipeline, table: bool, columns: list[str]
+) -> tuple[pd.DataFrame, list[dict]]:
     """A stage's panes (each with the phase that emitted it) as rows (see the module's
     docstring), in emission order, and as the records it prints."""
     records: list[dict] = []

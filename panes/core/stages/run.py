@@ -71,8 +71,12 @@ def letter_record(d: StageLetter | InputLetter) -> dict:
 
 def input_pipeline(i: Input) -> Pipeline:
     """What the checks of an input's records need: its event time and watermark strategy."""
-    return Pipeline(window=GlobalWindows(), aggregates=(Aggregate("rows", Count("*")),), event_time=i.event_time,
-                    watermark=i.watermark)
+    return Pipeline(
+        window=GlobalWindows(),
+        aggregates=(Aggregate("rows", Count("*")),),
+        event_time=i.event_time,
+        watermark=i.watermark,
+    )
 
 
 class GraphRunner:
@@ -85,17 +89,26 @@ class GraphRunner:
         self.checks = {i.name: input_pipeline(i) for i in graph.inputs}
 
     def new_state(self) -> GraphState:
-        return GraphState({i.name: InputState() for i in self.graph.inputs},
-                          {name: r.new_state() for name, r in self.runners.items()},
-                          {name: MIN_TIME for name in self.runners})
+        return GraphState(
+            {i.name: InputState() for i in self.graph.inputs},
+            {name: r.new_state() for name, r in self.runners.items()},
+            {name: MIN_TIME for name in self.runners},
+        )
 
     def source_watermark(self, state: GraphState, source: str) -> int:
         if self.graph.is_input(source):
             return state.inputs[source].watermark
         return state.watermarks[source]
 
-    def step(self, state: GraphState, input: str | None = None, records: list | None = None,
-             watermark: int | None = None, end: bool = False, processing_time: int | None = None) -> GraphStep:
+    def step(
+        self,
+        state: GraphState,
+        input: str | None = None,
+        records: list | None = None,
+        watermark: int | None = None,
+        end: bool = False,
+        processing_time: int | None = None,
+    ) -> GraphStep:
         """One step: ``records`` and/or a ``watermark`` for ``input``; ``end`` ends ``input`` (every
         input when None); the clock moves to ``processing_time`` first."""
         if processing_time is not None:
@@ -111,8 +124,7 @@ class GraphRunner:
         for stage in self.graph.stages:
             runner = self.runners[stage.name]
             wm = min(self.source_watermark(state, src) for src in stage.sources)
-            res = runner.step(state.stages[stage.name], [frames.get(src) for src in stage.sources], wm,
-                              processing_time)
+            res = runner.step(state.stages[stage.name], [frames.get(src) for src in stage.sources], wm, processing_time)
             frames[stage.name] = res.rows
             state.watermarks[stage.name] = res.output_watermark
             out.records[stage.name] = runner.visible(res.records)
@@ -120,8 +132,9 @@ class GraphRunner:
         out.letters += once(stage_letters)
         return out
 
-    def ingest(self, state: GraphState, name: str, records: list, watermark: int | None,
-               out: GraphStep) -> pd.DataFrame:
+    def ingest(
+        self, state: GraphState, name: str, records: list, watermark: int | None, out: GraphStep
+    ) -> pd.DataFrame:
         """An input's records: checked, stamped, numbered; its watermark moved."""
         inp, st = self.graph.input(name), state.inputs[name]
         parsed = parse_records(self.checks[name], records, ingestion_time=state.processing_time)
@@ -131,8 +144,9 @@ class GraphRunner:
             st.max_event_time = max(st.max_event_time, max(ts))
         explicit = max(v for v in (watermark, parsed.punctuation, MIN_TIME) if v is not None)
         strategy = inp.watermark
-        st.watermark = rules.watermark_after(st.watermark, st.max_event_time, strategy.max_delay,
-                                             strategy.punctuation, explicit, False)
+        st.watermark = rules.watermark_after(
+            st.watermark, st.max_event_time, strategy.max_delay, strategy.punctuation, explicit, False
+        )
         columns = list(inp.columns) if inp.columns is not None else record_columns(parsed.records, strategy)
         frame = input_frame(parsed.records, ts, st.seq, columns)
         st.seq += len(parsed.records)

@@ -80,9 +80,17 @@ class StageRunner:
         else:
             aggs = s.aggregates
         mode = "retracting" if self.hides_retractions else s.accumulation
-        return Pipeline(window=self.window, aggregates=aggs, key=s.key, event_time=None,
-                        watermark=WatermarkStrategy(punctuation=True), allowed_lateness=s.allowed_lateness,
-                        trigger=s.trigger, accumulation=mode, only_updated_panes=s.only_updated_panes)
+        return Pipeline(
+            window=self.window,
+            aggregates=aggs,
+            key=s.key,
+            event_time=None,
+            watermark=WatermarkStrategy(punctuation=True),
+            allowed_lateness=s.allowed_lateness,
+            trigger=s.trigger,
+            accumulation=mode,
+            only_updated_panes=s.only_updated_panes,
+        )
 
     def _columns(self) -> list[str]:
         """The printed columns of the stage's rows, in order."""
@@ -95,8 +103,9 @@ class StageRunner:
     def new_state(self) -> EngineState:
         return self.engine.new_state()
 
-    def step(self, state: EngineState, sides: list[pd.DataFrame | None], watermark: int,
-             processing_time: int | None = None) -> StageStep:
+    def step(
+        self, state: EngineState, sides: list[pd.DataFrame | None], watermark: int, processing_time: int | None = None
+    ) -> StageStep:
         """Ingest the sources' rows (lateness against the stage's watermark from before the step),
         move the watermark, fire what is due."""
         letters: list[StageLetter] = []
@@ -118,8 +127,9 @@ class StageRunner:
         rows, records = stage_frame(panes, self.pipeline, self.merge_fn is not None, self.columns)
         return StageStep(rows, records, letters, output_watermark(self.engine, state))
 
-    def engine_step(self, state: EngineState, batch: pd.DataFrame | None, watermark: int,
-                    processing_time: int | None, record_of) -> tuple[list[tuple[int, Pane]], list[DeadLetter]]:
+    def engine_step(
+        self, state: EngineState, batch: pd.DataFrame | None, watermark: int, processing_time: int | None, record_of
+    ) -> tuple[list[tuple[int, Pane]], list[DeadLetter]]:
         """The engine's step in its three phases (the clock moves, the batch, the watermark moves),
         each pane with its phase: panes of different keys interleave by phase (a plan that runs
         the keys apart orders them by it)."""
@@ -158,8 +168,11 @@ class StageRunner:
         """A side's rows that have their key and numbers where the aggregates need them; the
         others as dead letters (the first failed check's reason, as ``rules.VALIDATION_ORDER``)."""
         keys = list(self.stage.keys[j])
-        numeric: list[str] = [] if self.stage.is_merge else [
-            str(a.fn.column) for a in self.stage.aggregates if a.fn.numeric and a.fn.column in side.columns]
+        numeric: list[str] = (
+            []
+            if self.stage.is_merge
+            else [str(a.fn.column) for a in self.stage.aggregates if a.fn.numeric and a.fn.column in side.columns]
+        )
         missing = side[keys].isna().to_numpy() if keys else np.zeros((len(side), 0), dtype=bool)
         not_number = np.zeros((len(side), len(numeric)), dtype=bool)
         for n, c in enumerate(numeric):
@@ -200,8 +213,9 @@ class StageRunner:
             col = a.fn.column
             if self.contributions[j]:
                 values = side[col].tolist() if col in side.columns else [None] * len(side)
-                out[contribution_column(col)] = objects([c._replace(value=plain_value(v))
-                                                         for c, v in zip(contributions, values) if c is not None])
+                out[contribution_column(col)] = objects(
+                    [c._replace(value=plain_value(v)) for c, v in zip(contributions, values) if c is not None]
+                )
             elif col not in (None, "*") and col not in out.columns:
                 out[col] = side[col].to_numpy()
         return out
@@ -210,8 +224,10 @@ class StageRunner:
         """Each row's contribution (None: a plain row, from an input or a discarding stage)."""
         if not self.contributions[j]:
             return [None] * len(side)
-        return [Contribution(c, int(p), bool(r), None) for c, p, r in
-                zip(side[CONTRIBUTOR].tolist(), side["pane_index"].tolist(), side["retraction"].tolist())]
+        return [
+            Contribution(c, int(p), bool(r), None)
+            for c, p, r in zip(side[CONTRIBUTOR].tolist(), side["pane_index"].tolist(), side["retraction"].tolist())
+        ]
 
 
 def is_number(v: Any) -> bool:
@@ -226,6 +242,7 @@ def objects(values: list) -> np.ndarray:
 
 def records_of(frame: pd.DataFrame, columns: list[str]) -> list[dict]:
     """The rows as plain mappings of these columns (a column the frame lacks is None)."""
-    cols = {c: [plain_value(v) for v in frame[c].tolist()] if c in frame.columns else [None] * len(frame)
-            for c in columns}
+    cols = {
+        c: [plain_value(v) for v in frame[c].tolist()] if c in frame.columns else [None] * len(frame) for c in columns
+    }
     return [dict(zip(columns, vals)) for vals in zip(*cols.values())] if columns else [{} for _ in range(len(frame))]

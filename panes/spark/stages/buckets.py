@@ -29,19 +29,42 @@ from ..stateful import restore_integers
 from .transport import SEQ as SPARK_SEQ
 
 KIND, SIDE, SUB, ROW, WS, WE, CONTRIB, HIDDEN = (
-    "__panes_kind", "__panes_side", "__panes_sub", "__panes_row", "__panes_ws", "__panes_we", "__panes_contributor",
-    "__panes_hidden")
-STEP_PHASE, LETTER_INPUT, LATE, BLOB, HOLD = "__panes_phase", "__panes_letter_input", "__panes_late", "__panes_blob", \
-    "__panes_hold"
+    "__panes_kind",
+    "__panes_side",
+    "__panes_sub",
+    "__panes_row",
+    "__panes_ws",
+    "__panes_we",
+    "__panes_contributor",
+    "__panes_hidden",
+)
+STEP_PHASE, LETTER_INPUT, LATE, BLOB, HOLD = (
+    "__panes_phase",
+    "__panes_letter_input",
+    "__panes_late",
+    "__panes_blob",
+    "__panes_hold",
+)
 
-OUTPUT = ST.StructType([
-    ST.StructField(KIND, ST.StringType()), ST.StructField(BUCKET, ST.IntegerType()),
-    ST.StructField(STEP_PHASE, ST.IntegerType()), ST.StructField(SUB, ST.LongType()), ST.StructField(ROW, ST.StringType()),
-    ST.StructField(TS, ST.LongType()), ST.StructField(WS, ST.LongType()), ST.StructField(WE, ST.LongType()),
-    ST.StructField(CONTRIB, ST.StringType()), ST.StructField(HIDDEN, ST.BooleanType()),
-    ST.StructField(SPARK_SEQ, ST.LongType()), ST.StructField(LETTER_INPUT, ST.StringType()),
-    ST.StructField(LATE, ST.BooleanType()), ST.StructField(BLOB, ST.BinaryType()), ST.StructField(HOLD, ST.LongType()),
-])
+OUTPUT = ST.StructType(
+    [
+        ST.StructField(KIND, ST.StringType()),
+        ST.StructField(BUCKET, ST.IntegerType()),
+        ST.StructField(STEP_PHASE, ST.IntegerType()),
+        ST.StructField(SUB, ST.LongType()),
+        ST.StructField(ROW, ST.StringType()),
+        ST.StructField(TS, ST.LongType()),
+        ST.StructField(WS, ST.LongType()),
+        ST.StructField(WE, ST.LongType()),
+        ST.StructField(CONTRIB, ST.StringType()),
+        ST.StructField(HIDDEN, ST.BooleanType()),
+        ST.StructField(SPARK_SEQ, ST.LongType()),
+        ST.StructField(LETTER_INPUT, ST.StringType()),
+        ST.StructField(LATE, ST.BooleanType()),
+        ST.StructField(BLOB, ST.BinaryType()),
+        ST.StructField(HOLD, ST.LongType()),
+    ]
+)
 STATE = ST.StructType([ST.StructField(BUCKET, ST.IntegerType()), ST.StructField(BLOB, ST.BinaryType())])
 
 _RUNNERS: dict = {}
@@ -61,8 +84,15 @@ class BucketStep:
     """The function of one stage's step in one micro-batch (``watermark``: the stage's after it;
     ``before``: before it, what a bucket without state starts from; ``clock``: processing time)."""
 
-    def __init__(self, graph: StageGraph, stage: str, watermark: int, before: int, clock: int | None,
-                 raw: dict[int, tuple[list[str], list[str]]]):
+    def __init__(
+        self,
+        graph: StageGraph,
+        stage: str,
+        watermark: int,
+        before: int,
+        clock: int | None,
+        raw: dict[int, tuple[list[str], list[str]]],
+    ):
         self.graph, self.stage = graph, stage
         self.watermark, self.before, self.clock = watermark, before, clock
         self.raw = raw  # side -> (typed record columns, integral ones) of an aggregating stage's input side
@@ -78,8 +108,9 @@ class BucketStep:
         runner = self.runner()
         bucket = int(key[0])
         st = pickle.loads(state[BLOB].iloc[0]) if len(state) else self.new_state(runner)
-        sides = [self.side(runner, j, rows[rows[SIDE] == j]) if len(rows) else None
-                 for j in range(len(runner.stage.sources))]
+        sides = [
+            self.side(runner, j, rows[rows[SIDE] == j]) if len(rows) else None for j in range(len(runner.stage.sources))
+        ]
         res = runner.step(st, sides, self.watermark, self.clock)
         out = self.panes(runner, res.rows, res.records) + self.letters(res.letters)
         if st.keys or st.records:
@@ -136,26 +167,50 @@ class BucketStep:
         hidden = runner.hides_retractions
         out = []
         for i, r in enumerate(records):
-            out.append({KIND: "P", STEP_PHASE: int(rows[PHASE].iat[i]), SUB: i, ROW: dumps(r),
-                        TS: int(rows[CORE_TS].iat[i]), WS: int(rows[WINDOW_START].iat[i]),
-                        WE: int(rows[WINDOW_END].iat[i]), CONTRIB: rows[CONTRIBUTOR].iat[i],
-                        HIDDEN: bool(hidden and r["retraction"])})
+            out.append(
+                {
+                    KIND: "P",
+                    STEP_PHASE: int(rows[PHASE].iat[i]),
+                    SUB: i,
+                    ROW: dumps(r),
+                    TS: int(rows[CORE_TS].iat[i]),
+                    WS: int(rows[WINDOW_START].iat[i]),
+                    WE: int(rows[WINDOW_END].iat[i]),
+                    CONTRIB: rows[CONTRIBUTOR].iat[i],
+                    HIDDEN: bool(hidden and r["retraction"]),
+                }
+            )
         return out
 
     def letters(self, letters) -> list[dict]:
-        return [{KIND: "D", SUB: i, ROW: dumps(letter_record(d)), SPARK_SEQ: d.seq, LETTER_INPUT: d.input,
-                 LATE: d.letter.reason == Reason.LATE} for i, d in enumerate(letters)]
+        return [
+            {
+                KIND: "D",
+                SUB: i,
+                ROW: dumps(letter_record(d)),
+                SPARK_SEQ: d.seq,
+                LETTER_INPUT: d.input,
+                LATE: d.letter.reason == Reason.LATE,
+            }
+            for i, d in enumerate(letters)
+        ]
 
 
 #: the pandas dtype of each kind of output column (nullable, so Arrow gets typed columns)
-DTYPES = {ST.StringType: object, ST.IntegerType: "Int32", ST.LongType: "Int64", ST.BooleanType: "boolean",
-          ST.BinaryType: object}
+DTYPES = {
+    ST.StringType: object,
+    ST.IntegerType: "Int32",
+    ST.LongType: "Int64",
+    ST.BooleanType: "boolean",
+    ST.BinaryType: object,
+}
 
 
 def output_frame(rows: list[dict]) -> pd.DataFrame:
     """Output rows as a frame of ``OUTPUT``'s columns, each typed."""
-    return pd.DataFrame({f.name: pd.Series([r.get(f.name) for r in rows], dtype=DTYPES[type(f.dataType)])
-                         for f in OUTPUT.fields})
+    return pd.DataFrame(
+        {f.name: pd.Series([r.get(f.name) for r in rows], dtype=DTYPES[type(f.dataType)]) for f in OUTPUT.fields}
+    )
 
 
 def objects(values: list) -> np.ndarray:

@@ -22,7 +22,7 @@ from pyspark.sql.types import LongType, StructField
 from ...stage_scenario import StageReplayResult, StageScenario
 from ..columns import CLOCK, MALFORMED, SPARK_END_MS
 from ..session import get_spark
-from .buckets import KIND, ROW, STEP_PHASE, SUB, WE, WS, stage_order
+from .buckets import ROW, STEP_PHASE, SUB, WE, WS, stage_order
 from .stream import STAGE_INDEX, StagesStream
 from .transport import INPUT, input_rows
 
@@ -36,8 +36,11 @@ def step_rows(step: dict, clock: int, inputs: list[str]) -> list[dict]:
     rows: list[dict] = [{CLOCK: clock, INPUT: inputs[0]}]
     name = step.get("input")
     for r in step.get("add", []):
-        rows.append(dict(r, **{INGEST: clock, INPUT: name}) if isinstance(r, dict)
-                    else {"value": r, MALFORMED: "a record must be a JSON object", INPUT: name})
+        rows.append(
+            dict(r, **{INGEST: clock, INPUT: name})
+            if isinstance(r, dict)
+            else {"value": r, MALFORMED: "a record must be a JSON object", INPUT: name}
+        )
     if "watermark" in step:
         rows.append({WM_STEP: step["watermark"], INPUT: name})
     if step.get("end"):
@@ -64,8 +67,10 @@ def replay_stages_spark(scenario: StageScenario, buckets: int = 4, spark=None) -
             if name not in schema.fieldNames():
                 schema = schema.add(StructField(name, LongType(), True))
         stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src))
-        parts = [input_rows(stream.filter(F.col(INPUT) == n), n, graph.input(n), ingestion=F.col(INGEST),
-                            control_wm=WM_STEP) for n in names]
+        parts = [
+            input_rows(stream.filter(F.col(INPUT) == n), n, graph.input(n), ingestion=F.col(INGEST), control_wm=WM_STEP)
+            for n in names
+        ]
         union = parts[0]
         for p in parts[1:]:
             union = union.unionByName(p)

@@ -20,8 +20,13 @@ META = [
     ST.StructField("is_last", ST.BooleanType(), True),
     ST.StructField("retraction", ST.BooleanType(), True),
 ]
-DEAD_LETTERS = ST.StructType([*DEAD_LETTER_SCHEMA.fields, ST.StructField("input", ST.StringType(), True),
-                              ST.StructField("stage", ST.StringType(), True)])
+DEAD_LETTERS = ST.StructType(
+    [
+        *DEAD_LETTER_SCHEMA.fields,
+        ST.StructField("input", ST.StringType(), True),
+        ST.StructField("stage", ST.StringType(), True),
+    ]
+)
 
 
 def row_schemas(graph: StageGraph, inputs: dict[str, ST.StructType]) -> dict[str, ST.StructType]:
@@ -44,16 +49,23 @@ def stage_values(graph: StageGraph, s: Stage, rows: dict[str, ST.StructType]) ->
     merge = graph.merge(s)
     if isinstance(merge, InnerJoin):
         names = (merge.left_names, merge.right_names)
-        fields = [ST.StructField(out, rows[src][c].dataType, True)
-                  for src, mapping in zip(s.sources, names) for c, out in mapping.items()]
+        fields = [
+            ST.StructField(out, rows[src][c].dataType, True)
+            for src, mapping in zip(s.sources, names)
+            for c, out in mapping.items()
+        ]
         return ST.StructType(key + fields)
     if isinstance(merge, Cogroup):
         return ST.StructType(key + [ST.StructField(src, ST.ArrayType(rows[src]), True) for src in s.sources])
     declared = getattr(merge, "output_schema", None)
     if declared is None:
-        raise ValueError(f"stage {s.name}: on Spark a user merge declares its rows' output_schema "
-                         "(a DDL string such as 'item STRING, bids LONG')")
+        raise ValueError(
+            f"stage {s.name}: on Spark a user merge declares its rows' output_schema "
+            "(a DDL string such as 'item STRING, bids LONG')"
+        )
     schema = ST._parse_datatype_string(declared) if isinstance(declared, str) else declared
+    if not isinstance(schema, ST.StructType):
+        raise ValueError(f"stage {s.name}: a user merge's output_schema is a struct of columns, not {declared!r}")
     return ST.StructType(key + [f for f in schema.fields if f.name not in s.key])
 
 

@@ -33,7 +33,21 @@ from ...core.time import END_OF_INPUT, MIN_TIME
 from ...core.windows import Inherited
 from ..columns import BUCKET, CLOCK, DETAIL, INVALID, PUNCT, SPARK_END_MS, TS
 from .buckets import (
-    BLOB, CONTRIB, HIDDEN, HOLD, KIND, LATE, LETTER_INPUT, OUTPUT, ROW, SIDE, STATE, STEP_PHASE, SUB, WE, WS,
+    BLOB,
+    CONTRIB,
+    HIDDEN,
+    HOLD,
+    KIND,
+    LATE,
+    LETTER_INPUT,
+    OUTPUT,
+    ROW,
+    SIDE,
+    STATE,
+    STEP_PHASE,
+    SUB,
+    WE,
+    WS,
     BucketStep,
 )
 from .transport import INPUT, RECORD, SEQ, bucket_of, data_rows, record_columns, typed_records
@@ -53,8 +67,10 @@ class Watermarks:
 
     @classmethod
     def first(cls, graph: StageGraph) -> Watermarks:
-        return cls({i.name: {"watermark": MIN_TIME, "max_event_time": MIN_TIME} for i in graph.inputs},
-                   {s.name: {"watermark": MIN_TIME, "output": MIN_TIME} for s in graph.stages})
+        return cls(
+            {i.name: {"watermark": MIN_TIME, "max_event_time": MIN_TIME} for i in graph.inputs},
+            {s.name: {"watermark": MIN_TIME, "output": MIN_TIME} for s in graph.stages},
+        )
 
     def of(self, source: str) -> int:
         if source in self.inputs:
@@ -79,8 +95,14 @@ class StepOutput:
 
 
 class StagesStream:
-    def __init__(self, graph: StageGraph, schemas: dict[str, ST.StructType], checkpoint: str, buckets: int = 8,
-                 scripted_clock: bool = False):
+    def __init__(
+        self,
+        graph: StageGraph,
+        schemas: dict[str, ST.StructType],
+        checkpoint: str,
+        buckets: int = 8,
+        scripted_clock: bool = False,
+    ):
         self.graph, self.schemas, self.buckets = graph, schemas, buckets
         self.scripted_clock = scripted_clock
         self.root = Path(checkpoint) / STATE_DIR
@@ -117,8 +139,9 @@ class StagesStream:
         letters = [self.input_letters(batch)]
         for i, stage in enumerate(self.graph.stages):
             wm = min(after.of(src) for src in stage.sources)
-            step = BucketStep(self.graph, stage.name, wm, marks.stages[stage.name]["watermark"], clock,
-                              self.raw_columns(stage))
+            step = BucketStep(
+                self.graph, stage.name, wm, marks.stages[stage.name]["watermark"], clock, self.raw_columns(stage)
+            )
             rows, hold = self.step(stage, step, batch, stage_rows, prior, here)
             after.stages[stage.name] = {"watermark": wm, "output": min(wm, wm if hold is None else hold)}
             stage_rows[stage.name] = rows
@@ -137,33 +160,50 @@ class StagesStream:
         """Each input's watermark after the micro-batch, from its largest event time and
         punctuation (one small aggregate), and the clock."""
         valid = F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull() & F.col(TS).isNotNull()
-        stats = {r[INPUT]: r for r in batch.groupBy(INPUT).agg(
-            F.max(F.when(valid, F.col(TS))).alias("ts"), F.max(PUNCT).alias("punct"), F.max(CLOCK).alias("clock"),
-        ).collect()}
+        stats = {
+            r[INPUT]: r
+            for r in batch.groupBy(INPUT)
+            .agg(
+                F.max(F.when(valid, F.col(TS))).alias("ts"),
+                F.max(PUNCT).alias("punct"),
+                F.max(CLOCK).alias("clock"),
+            )
+            .collect()
+        }
         clocks = [r["clock"] for r in stats.values() if r["clock"] is not None]
         clock = (max(clocks) if clocks else marks.clock) if self.scripted_clock else int(time.time() * 1000)
         after = Watermarks({}, dict(marks.stages), clock)
         for inp in self.graph.inputs:
             was, r = marks.inputs[inp.name], stats.get(inp.name)
-            max_et = max(was["max_event_time"], r["ts"]) if r is not None and r["ts"] is not None \
-                else was["max_event_time"]
+            max_et = (
+                max(was["max_event_time"], r["ts"]) if r is not None and r["ts"] is not None else was["max_event_time"]
+            )
             punct = r["punct"] if r is not None and r["punct"] is not None else MIN_TIME
             ended = punct >= SPARK_END_MS
             s = inp.watermark
-            wm = rules.watermark_after(was["watermark"], max_et, s.max_delay, s.punctuation,
-                                       MIN_TIME if ended else punct, ended)
+            wm = rules.watermark_after(
+                was["watermark"], max_et, s.max_delay, s.punctuation, MIN_TIME if ended else punct, ended
+            )
             after.inputs[inp.name] = {"watermark": int(min(wm, END_OF_INPUT)), "max_event_time": int(max_et)}
         return after, clock
 
     def input_letters(self, batch: DataFrame) -> DataFrame:
         """The records an input's own checks refuse, as dead-letter rows (``ROW``: the record)."""
         bad = batch.filter(F.col(INVALID).isNotNull())
-        head = F.to_json(F.struct(F.col(INVALID).alias("reason"), F.col(DETAIL).alias("detail"),
-                                  F.col(INPUT).alias("input")))
+        head = F.to_json(
+            F.struct(F.col(INVALID).alias("reason"), F.col(DETAIL).alias("detail"), F.col(INPUT).alias("input"))
+        )
         # the record as it came (its JSON text), spliced in as an object
         row = F.concat(F.regexp_replace(head, "}$", ""), F.lit(', "record": '), F.col(RECORD), F.lit("}"))
-        return bad.select(F.lit("D").alias(KIND), F.lit(-1).alias(STAGE_INDEX), F.col(SEQ).alias(SUB),
-                          row.alias(ROW), F.col(SEQ), F.col(INPUT).alias(LETTER_INPUT), F.lit(False).alias(LATE))
+        return bad.select(
+            F.lit("D").alias(KIND),
+            F.lit(-1).alias(STAGE_INDEX),
+            F.col(SEQ).alias(SUB),
+            row.alias(ROW),
+            F.col(SEQ),
+            F.col(INPUT).alias(LETTER_INPUT),
+            F.lit(False).alias(LATE),
+        )
 
     def raw_columns(self, stage: Stage) -> dict[int, tuple[list[str], list[str]]]:
         """An aggregating stage's input side: its typed record columns and the integral ones."""
@@ -192,11 +232,21 @@ class StagesStream:
         values = [json_field(ROW, k) for k in key]
         if isinstance(self.graph.windows(stage), Inherited):
             values.append(F.col(WS))  # inherited windows are independent: spread them over the buckets
-        return up.select(bucket_of(values, self.buckets).alias(BUCKET), F.lit(j).alias(SIDE), TS, WS, WE, CONTRIB,
-                         STEP_PHASE, SUB, ROW)
+        return up.select(
+            bucket_of(values, self.buckets).alias(BUCKET),
+            F.lit(j).alias(SIDE),
+            TS,
+            WS,
+            WE,
+            CONTRIB,
+            STEP_PHASE,
+            SUB,
+            ROW,
+        )
 
-    def step(self, stage: Stage, fn: BucketStep, batch: DataFrame, rows: dict[str, DataFrame], prior: int | None,
-             here: Path) -> tuple[DataFrame, int | None]:
+    def step(
+        self, stage: Stage, fn: BucketStep, batch: DataFrame, rows: dict[str, DataFrame], prior: int | None, here: Path
+    ) -> tuple[DataFrame, int | None]:
         """The stage's step over its buckets: its output rows (cached) and its output watermark's
         least hold; its state written. One Spark job: the buckets' states and holds are collected
         (one row per bucket) and the state written from the driver."""
@@ -208,6 +258,7 @@ class StagesStream:
             state = spark.read.schema(STATE).parquet(str(state_dir))
         else:
             state = spark.createDataFrame([], STATE)
+
         def bucket_step(key, rows, state):  # (PySpark reads the arguments of a plain function)
             return fn(key, rows, state)
 
@@ -224,8 +275,9 @@ def write_state(path: Path, blobs: list[tuple[int, bytes]]) -> None:
     import pyarrow.parquet as pq
 
     path.mkdir(parents=True, exist_ok=True)
-    table = pa.table({BUCKET: pa.array([b for b, _ in blobs], pa.int32()),
-                      BLOB: pa.array([bytes(v) for _, v in blobs], pa.binary())})
+    table = pa.table(
+        {BUCKET: pa.array([b for b, _ in blobs], pa.int32()), BLOB: pa.array([bytes(v) for _, v in blobs], pa.binary())}
+    )
     pq.write_table(table, str(path / "state.parquet"))
 
 
@@ -239,7 +291,11 @@ def once(letters: list[DataFrame]) -> DataFrame:
     cols = [KIND, STAGE_INDEX, SUB, ROW, SEQ, LETTER_INPUT, LATE]
     union = functools.reduce(lambda a, b: a.unionByName(b), [d.select(*cols) for d in letters])
     late = F.col(LATE) & F.col(SEQ).isNotNull()
-    first = union.filter(late).groupBy(LETTER_INPUT, SEQ).agg(
-        F.min_by(F.struct(*[c for c in cols if c not in (LETTER_INPUT, SEQ)]), F.col(STAGE_INDEX)).alias("first"))
-    return union.filter(~late).unionByName(first.select(*[F.col("first")[c].alias(c) if c not in (LETTER_INPUT, SEQ)
-                                                          else F.col(c) for c in cols]))
+    first = (
+        union.filter(late)
+        .groupBy(LETTER_INPUT, SEQ)
+        .agg(F.min_by(F.struct(*[c for c in cols if c not in (LETTER_INPUT, SEQ)]), F.col(STAGE_INDEX)).alias("first"))
+    )
+    return union.filter(~late).unionByName(
+        first.select(*[F.col("first")[c].alias(c) if c not in (LETTER_INPUT, SEQ) else F.col(c) for c in cols])
+    )

@@ -17,9 +17,9 @@ from ...core.stages import Input, input_pipeline
 from ..columns import CLOCK, DETAIL, INVALID, PUNCT, TS, record_json
 from ..planner import engine_columns
 
-INPUT = "__panes_input"     # the input a row came from
-RECORD = "__panes_record"   # the row's record as JSON
-SEQ = "__panes_seq"         # a row's arrival number in the micro-batch (unique with its input)
+INPUT = "__panes_input"  # the input a row came from
+RECORD = "__panes_record"  # the row's record as JSON
+SEQ = "__panes_seq"  # a row's arrival number in the micro-batch (unique with its input)
 
 #: what every row of the stream carries
 COLUMNS = (INPUT, TS, PUNCT, INVALID, DETAIL, CLOCK, RECORD)
@@ -34,20 +34,33 @@ def record_columns(schema: ST.StructType, inp: Input) -> list[str]:
     return [c for c in schema.fieldNames() if not c.startswith("__panes") and c not in skip]
 
 
-def input_rows(df: DataFrame, name: str, inp: Input, ingestion: Column | None = None,
-               control_wm: str | None = None) -> DataFrame:
+def input_rows(
+    df: DataFrame, name: str, inp: Input, ingestion: Column | None = None, control_wm: str | None = None
+) -> DataFrame:
     """An input's rows as the stream's columns (``COLUMNS``)."""
     schema = df.schema
     cols, _ = engine_columns(schema, input_pipeline(inp), ingestion, control_wm, watermark=False)
     out = df.withColumns(cols)
-    return out.select(F.lit(name).alias(INPUT), F.col(TS), F.col(PUNCT), F.col(INVALID), F.col(DETAIL),
-                      F.col(CLOCK).cast("long").alias(CLOCK), record_json(record_columns(schema, inp)).alias(RECORD))
+    return out.select(
+        F.lit(name).alias(INPUT),
+        F.col(TS),
+        F.col(PUNCT),
+        F.col(INVALID),
+        F.col(DETAIL),
+        F.col(CLOCK).cast("long").alias(CLOCK),
+        record_json(record_columns(schema, inp)).alias(RECORD),
+    )
 
 
 def data_rows(batch: DataFrame, name: str) -> DataFrame:
     """A micro-batch's valid records of one input (not punctuation, control or clock rows)."""
-    return batch.filter((F.col(INPUT) == F.lit(name)) & F.col(INVALID).isNull() & F.col(PUNCT).isNull()
-                        & F.col(CLOCK).isNull() & F.col(TS).isNotNull())
+    return batch.filter(
+        (F.col(INPUT) == F.lit(name))
+        & F.col(INVALID).isNull()
+        & F.col(PUNCT).isNull()
+        & F.col(CLOCK).isNull()
+        & F.col(TS).isNotNull()
+    )
 
 
 def typed_records(rows: DataFrame, schema: ST.StructType, columns: list[str]) -> DataFrame:
