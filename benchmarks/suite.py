@@ -943,6 +943,7 @@ def print_summary(results: dict) -> None:
 
 
 def main(argv=None) -> int:
+    import stages
     from workloads import benchmarks
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1003,11 +1004,16 @@ def main(argv=None) -> int:
     if a.list:
         for b in all_benches:
             print(f"{b.name:<42}{b.mode:<8}{b.what}\n{'':<50}plain: {', '.join(b.plains)}")
+        for name, query, mode in stages.benchmarks():
+            print(f"{name:<42}{mode:<8}{query} end to end, a multi-stage pipeline (benchmarks/stages.py)")
         return 0
     chosen = all_benches
+    # the multi-stage Nexmark queries (benchmarks/stages.py): run after the others
+    stage_names = [n for n, _, _ in stages.benchmarks()]
+    with_stages = not a.only or any(fnmatch.fnmatchcase(n, pat) for n in stage_names for pat in a.only)
     if a.only:
         chosen = [b for b in all_benches if any(fnmatch.fnmatchcase(b.name, pat) for pat in a.only)]
-        if not chosen:
+        if not chosen and not with_stages:
             ap.error(f"--only {a.only}: no benchmark matches (see --list)")
     groups: dict[str, list] = {}
     for b in chosen:
@@ -1032,6 +1038,17 @@ def main(argv=None) -> int:
         # intermediate results, in case the run is cut short
         write_json(Path(a.out).with_name("latest_details.partial.json"), {"results": results, "errors": runner.errors})
 
+    stage_figures: dict = {}
+    if with_stages:
+        try:
+            stage_figures = stages.run(spark, size["bids"], a.repeat, a.only)
+        except Exception:
+            runner.errors["stages"] = traceback.format_exc()
+            log(f"multi-stage benchmarks FAILED:\n{runner.errors['stages']}")
+        for name, f in stage_figures.items():
+            print(f"{name:<42} panes {f['events_per_s']:>12,.0f} ev/s" + (
+                f"  plain {f['baseline_events_per_s']:>12,.0f} ev/s  ratio {f['ratio']:.3f}"
+                f"{'' if f['same_result'] else '  MISMATCH'}" if "ratio" in f else "  (no plain streaming form)"))
     print_summary(results)
     for name, r in results.items():
         if "state_series" in r:
@@ -1073,6 +1090,7 @@ def main(argv=None) -> int:
                 {"command": command_line(), "started_utc": started.isoformat(timespec="seconds"), "benchmarks": saved},
             )
     mismatches = [n for n, r in results.items() if not r.get("check", {}).get("ok")]
+    mismatches += [n for n, f in stage_figures.items() if not f.get("same_result", True)]
     for n in mismatches:
         print(f"!!! MISMATCH in {n}: {results[n].get('check', {}).get('text', 'no check')}")
     for n, r in results.items():
@@ -1096,6 +1114,7 @@ def main(argv=None) -> int:
         for n, r in results.items()
         if "ratio" in r
     }
+    figures.update(stage_figures)
     out = Path(a.out)
     if a.only:
         merge_figures(out, figures)

@@ -40,6 +40,7 @@ from .core.aggregates import (
     UserCombine,
 )
 from .core.pipeline import Pipeline, WatermarkStrategy
+from .core.stages import Input, MergeAccumulation, Stage, StageGraph
 from .core.triggers import (
     BEAM_DEFAULT,
     AfterAll,
@@ -59,10 +60,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from .spark.planner import WindowedResult
+    from .spark.stages.plan import StagesResult
 
 __version__ = "0.1.0"
 __all__ = [
     "window", "pipeline", "Pipeline", "WatermarkStrategy", "__version__",
+    # multi-stage pipelines
+    "stages", "stage_graph", "StageGraph", "Stage", "Input", "MergeAccumulation",
     # windows
     "WindowFn", "Tumbling", "Hopping", "Sessions", "Sliding", "GlobalWindows",
     # triggers
@@ -72,6 +76,12 @@ __all__ = [
     "Aggregate", "AggregateFn", "Count", "Sum", "Min", "Max", "Avg", "Median", "Percentile", "First", "Last",
     "CollectList", "CountDistinct", "TopK", "UserCombine", "CombineFn",
 ]
+
+
+def _document(path: str | Path) -> dict:
+    from .spec import load_document
+
+    return load_document(path)
 
 
 def pipeline(spec: dict | str | Path | Pipeline) -> Pipeline:
@@ -84,15 +94,54 @@ def pipeline(spec: dict | str | Path | Pipeline) -> Pipeline:
     return parse_pipeline_spec({k: v for k, v in doc.items() if k not in RUN_FIELDS}).to_pipeline()
 
 
-def window(df: DataFrame, spec: dict | str | Path | Pipeline, *, buckets: int = 8,
-           plan: Literal["auto", "native", "stateful"] = "auto") -> WindowedResult:
-    """Window a Spark DataFrame. Bounded input gives the final answer the stream converges to (one
+def stage_graph(spec: dict | str | Path | StageGraph) -> StageGraph:
+    """A core StageGraph from a multi-stage spec mapping (``inputs``, ``stages``, ``output``), a
+    YAML/JSON file path, or a StageGraph."""
+    if isinstance(spec, StageGraph):
+        return spec
+    from .spec import load_document
+    from .stage_spec import RUN_ONLY, parse_stages_spec
+
+    doc = load_document(spec) if isinstance(spec, (str, Path)) else dict(spec)
+    doc = {k: v for k, v in doc.items() if k not in RUN_ONLY}
+    doc["inputs"] = {n: {k: v for k, v in (i or {}).items() if k != "source"} for n, i in doc.get("inputs", {}).items()}
+    return parse_stages_spec(doc).to_graph()
+
+
+def stages(inputs: dict[str, DataFrame], spec: dict | str | Path | StageGraph, *, buckets: int = 8) -> StagesResult:
+    """Run a multi-stage pipeline (chained stages, merges of two streams) on named DataFrames, one
+    per input of the spec. Bounded inputs: ``result.panes`` (the output stage's), ``result.stage(name)``
+    and ``result.dead_letters``. Streaming inputs: ``result.write_stream(on_panes, on_dead_letters,
+    checkpoint)``."""
+    from .spark.session import plan_building
+    from .spark.stages.plan import stages_batch, stages_stream
+
+    graph = stage_graph(spec)
+    streaming = {n: df.isStreaming for n, df in inputs.items()}
+    if len(set(streaming.values())) > 1:
+        raise ValueError(f"the inputs are all streaming or all bounded, not a mix: {streaming}")
+    with plan_building():
+        if any(streaming.values()):
+            return stages_stream(inputs, graph, buckets=buckets)
+        return stages_batch(inputs, graph, buckets=buckets)
+
+
+def window(df: DataFrame | dict[str, DataFrame], spec: dict | str | Path | Pipeline | StageGraph, *,
+           buckets: int = 8, plan: Literal["auto", "native", "stateful"] = "auto") -> WindowedResult | StagesResult:
+    """Window a Spark DataFrame (a dict of named DataFrames and a multi-stage spec: ``stages``). Bounded input gives the final answer the stream converges to (one
     pane per window). Streaming input: ``result.write_stream(on_panes, on_dead_letters,
     checkpoint)`` runs it; ``plan`` picks native Spark (``auto`` when the pipeline allows it) or
     the stateful engine (``"stateful"``: also gives ``result.panes`` as a streaming DataFrame)."""
     from .spark.planner import window_batch, window_stream
     from .spark.session import plan_building
+    from .stage_spec import is_stages_document
 
+    multi = isinstance(spec, StageGraph) or (isinstance(spec, dict) and is_stages_document(spec)) or (
+        isinstance(spec, (str, Path)) and is_stages_document(_document(spec)))
+    if isinstance(df, dict) or multi:
+        graph = stage_graph(spec)  # type: ignore[arg-type]
+        frames = df if isinstance(df, dict) else {graph.input_names[0]: df}
+        return stages(frames, graph, buckets=buckets)
     p = pipeline(spec)
     with plan_building():
         if df.isStreaming:

@@ -122,6 +122,12 @@ def check_plan(spec: RunSpec) -> None:
             raise SpecError("spark.plan", f"'native' cannot run this pipeline: {why} (use auto or stateful)")
 
 
+def stage_graph_of(doc: dict):
+    from . import stage_graph
+
+    return stage_graph(doc)
+
+
 @click.group(
     context_settings=CONTEXT, help="Event-time windowing for PySpark: windows, watermarks, triggers, late data."
 )
@@ -137,11 +143,21 @@ def validate(spec: str) -> None:
     from .preflight import check_spec
     from .scenario import load_scenario
     from .spec import load_document, load_run_spec
+    from .stage_scenario import is_stage_scenario, load_stage_scenario
+    from .stage_spec import is_stages_document, load_stages_run_spec
 
     doc = load_document(spec)
+    if is_stage_scenario(doc):
+        sc = load_stage_scenario(doc)
+        click.echo(f"{spec}: valid replay scenario ({len(sc.graph.stages)} stages)")
+        return
     if "timeline" in doc:
         load_scenario(doc)
         click.echo(f"{spec}: valid replay scenario")
+        return
+    if is_stages_document(doc):
+        ms = load_stages_run_spec(spec)
+        click.echo(f"{spec}: valid ({ms.mode}, {len(ms.stages)} stages, output {ms.to_graph().output_stage.name})")
         return
     s = load_run_spec(spec)
     check_plan(s)
@@ -207,8 +223,17 @@ def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
 @command
 def run(spec: str, master: str | None, mode: str | None, to_stdout: bool, end_input: bool, quiet: bool) -> None:
     from .preflight import check_run
-    from .spec import load_run_spec
+    from .spec import load_document, load_run_spec
+    from .stage_spec import is_stages_document, load_stages_run_spec
 
+    if is_stages_document(load_document(spec)):
+        ms = load_stages_run_spec(spec)
+        if mode:
+            ms.mode = "batch" if mode == "batch" else "stream"
+        from .stage_runner import run_stages
+
+        run_stages(ms, master=master, progress=not quiet)
+        return
     s = load_run_spec(spec)
     if mode:
         s.mode = "batch" if mode == "batch" else "stream"
@@ -234,6 +259,15 @@ def explain(spec: str) -> None:
     from .spec import RUN_FIELDS, load_document, parse_pipeline_spec
 
     doc = load_document(spec)
+    from .stage_spec import is_stages_document
+
+    if is_stages_document(doc.get("pipeline", doc)):
+        from .spark.stages.plan import BATCH_EXPLAIN, EXPLAIN
+
+        graph = stage_graph_of(doc.get("pipeline", doc))
+        text = BATCH_EXPLAIN if doc.get("mode") == "batch" else "stream: " + EXPLAIN
+        click.echo(f"{text}; {len(graph.stages)} stages, output {graph.output_stage.name}")
+        return
     body = doc["pipeline"] if "pipeline" in doc else {k: v for k, v in doc.items() if k not in RUN_FIELDS}
     ps = parse_pipeline_spec(body)
     mode = doc.get("mode", "stream")

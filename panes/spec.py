@@ -295,6 +295,13 @@ def _format_error(e: ValidationError) -> SpecError:
     return SpecError.of([f for err in e.errors() for f in _field_errors(err)])
 
 
+#: the base of spec models, a duration field's parser and a validation error as a ``SpecError``,
+#: for the specs built on this one (the multi-stage spec, ``panes.stage_spec``)
+SpecModel = _Model
+duration = _dur
+spec_error = _format_error
+
+
 def _field_errors(err: Any) -> list[FieldError]:
     """A pydantic error as field errors: a check across fields (no location) gives one per
     ``field: reason`` line; an aggregate's names its output column in the reason."""

@@ -29,7 +29,7 @@ def _sources(*parts: str) -> list[Path]:
 #: the size and private-name rules
 CHECKED = sorted(PANES.rglob("*.py"))
 #: the layer rule: below panes.spark
-BELOW_SPARK = _sources("core", "spec", "spec.py", "scenario.py")
+BELOW_SPARK = _sources("core", "spec", "spec.py", "scenario.py", "stage_spec.py", "stage_scenario.py")
 FORBIDDEN_IMPORTS = ("panes.spark", "pyspark", "py4j")
 
 

@@ -37,6 +37,7 @@ from .firing import Emitted, Firing, ordered
 from .fixed import FixedWindowsIngest
 from .holds import Holds
 from .ingest import BatchRows, Ingested, IngestStrategy, key_codes, late_letters
+from .inherited import InheritedWindowsIngest
 from .merging import MergingWindowsIngest
 from .record_defined import RecordDefinedIngest
 from .state import TS, EngineState, Pane, StepResult, WindowState
@@ -47,6 +48,7 @@ INGEST: dict[str, type] = {
     "fixed": FixedWindowsIngest,
     "merging": MergingWindowsIngest,
     "record_defined": RecordDefinedIngest,
+    "inherited": InheritedWindowsIngest,
 }
 
 

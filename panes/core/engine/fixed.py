@@ -19,7 +19,7 @@ class FixedWindowsIngest:
         self.ops = ops
 
     def ingest(self, state: EngineState, rows: BatchRows, out: Ingested) -> None:
-        row, starts, ends = self.window.assign(rows.ts)
+        row, starts, ends = self.assign(rows)
         out.in_no_window += int(len(rows.ts) - len(np.unique(row)))
         if not len(row):
             return
@@ -53,6 +53,10 @@ class FixedWindowsIngest:
             out.touch(key, w, row[b:e])
         for key in [k for k, v in state.keys.items() if not v]:
             del state.keys[key]
+
+    def assign(self, rows: BatchRows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows' windows: (row index, start, end), one entry per (row, window)."""
+        return self.window.assign(rows.ts)
 
     def purge(self, state: EngineState) -> None:
         pass

@@ -9,10 +9,11 @@ maps spec kinds to classes.
 from .base import GLOBAL_WINDOW, Family, Window, WindowFn
 from .global_window import GlobalWindows
 from .hopping import Hopping
+from .inherited import WINDOW_END, WINDOW_START, Inherited
 from .registry import WINDOWS, parse_window
 from .session import Sessions
 from .sliding import Sliding
 from .tumbling import Tumbling
 
-__all__ = ["GLOBAL_WINDOW", "Family", "GlobalWindows", "Hopping", "Sessions", "Sliding", "Tumbling", "WINDOWS",
-           "Window", "WindowFn", "parse_window"]
+__all__ = ["GLOBAL_WINDOW", "Family", "GlobalWindows", "Hopping", "Inherited", "Sessions", "Sliding", "Tumbling",
+           "WINDOWS", "WINDOW_END", "WINDOW_START", "Window", "WindowFn", "parse_window"]

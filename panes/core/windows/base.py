@@ -18,8 +18,9 @@ GLOBAL_WINDOW: Window = (MIN_TIME, MAX_TIME)
 
 #: how the engine ingests a family's rows (``panes.core.engine``'s strategies): ``fixed``, each row's
 #: windows follow from its event time alone (``assign``); ``merging``, windows of a key merge when
-#: they overlap (sessions); ``record_defined``, a key's windows depend on its other records.
-Family = Literal["fixed", "merging", "record_defined"]
+#: they overlap (sessions); ``record_defined``, a key's windows depend on its other records;
+#: ``inherited``, each row names its window (a stage's panes feeding the next stage).
+Family = Literal["fixed", "merging", "record_defined", "inherited"]
 
 
 class WindowFn:
@@ -48,6 +49,11 @@ class WindowFn:
     def report_end(self, end: Any) -> Any:
         """The ``window_end`` shown to users for an internal (exclusive) end."""
         return end
+
+    def internal_end(self, reported: Any) -> Any:
+        """The internal (exclusive) end of a window shown as ending at ``reported`` (the inverse
+        of ``report_end``)."""
+        return reported
 
     def describe(self) -> dict:
         raise NotImplementedError

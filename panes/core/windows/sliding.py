@@ -30,6 +30,9 @@ class Sliding(WindowFn):
     def report_end(self, end: Any) -> Any:
         return end - 1
 
+    def internal_end(self, reported: Any) -> Any:
+        return reported + 1
+
     def assign(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # the window each record defines that contains it: [t - D, t]
         return np.arange(len(ts)), ts - self.time_difference, ts + 1
