@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.engine import Engine
-from .core.output import dead_letter_record, pane_record
+from .core.output import dead_letter_record, pane_records
 from .core.pipeline import Pipeline
 from .core.records import parse_records
 from .core.rules import ingestion_stamp
@@ -110,7 +110,7 @@ def replay_core(scenario: Scenario) -> ReplayResult:
                 wm = parsed.punctuation if wm is None else max(wm, parsed.punctuation)
         res = engine.step(state, batch, watermark=wm, processing_time=pt, end=step.get("end", False),
                           record_of=record_of, active=bool(step.get("add")))
-        panes.extend(pane_record(p, pipe) for p in res.panes)
+        panes.extend(r for p in res.panes for r in pane_records(p, pipe))
         dead.extend(dead_letter_record(d) for d in res.dead_letters)
     return ReplayResult(panes, dead, dict(state.metrics))
 

@@ -72,9 +72,17 @@ def parse_records(pipeline: Pipeline, records: list[dict], ingestion_time: int) 
         kept.append({**rec, gap_col: checked.gap} if gap_col is not None else rec)
         times.append(checked.time)
     cols = {TS: np.array(times, dtype=np.int64)}
-    for c in list(key_cols) + list(pipeline.value_columns) + ([gap_col] if gap_col else []):
+    for c in frame_columns(pipeline, kept, gap_col):
         cols[c] = _column([r.get(c) for r in kept])
     return ParsedBatch(pd.DataFrame(cols), originals, dead, punct)
+
+
+def frame_columns(pipeline: Pipeline, kept: list[dict], gap_col: str | None) -> list[str]:
+    """The columns of a batch: the key, the aggregates' inputs and the session gap; every column of
+    the records (in the order they first appear) when the windows keep their rows."""
+    if pipeline.keeps_rows:
+        return list(dict.fromkeys(c for r in kept for c in r if isinstance(c, str) and not c.startswith("__")))
+    return list(dict.fromkeys(list(pipeline.key) + list(pipeline.value_columns) + ([gap_col] if gap_col else [])))
 
 
 @dataclass

@@ -61,6 +61,7 @@ class Reason(StrEnum):
     INVALID_VALUE = "invalid_value"  # a value that does not fit its column or aggregate
     MALFORMED = "malformed"  # not a record at all (not a JSON object)
     INVALID_WATERMARK = "invalid_watermark"  # a punctuation record whose watermark is not a time
+    WINDOW_PIPELINE_FAILED = "window_pipeline_failed"  # the window's pipeline failed on the rows it held
 
 
 #: The checks a record goes through, in this order: the first it fails gives its dead letter's reason

@@ -78,6 +78,16 @@ class AggregateFn:
     def extract(self, acc: Any) -> Any:
         raise NotImplementedError
 
+    def input(self, values: dict, rows: np.ndarray) -> Any:
+        """What ``add_group`` gets of a batch's input columns (``values``) for the group's ``rows``:
+        the aggregate's own column (None when it reads none)."""
+        return values[self.column][rows] if self.column in values else None
+
+    def extract_window(self, acc: Any, window: Any) -> Any:
+        """The pane's value for a window (``panes.core.window_pipeline.PaneWindow``); most
+        aggregates need only their accumulator."""
+        return self.extract(acc)
+
     def partials(self, values: Any, begins: np.ndarray, n_rows: int) -> list | None:
         """Accumulators of many groups at once, for rows already sorted by group (group g is
         rows[begins[g]:begins[g+1]]), or None when the function has no vectorised form."""

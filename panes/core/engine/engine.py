@@ -114,6 +114,7 @@ class Engine:
                                                  self.p.window.report_end))
             state.metrics["rows_late"] += len(ingested.missed)
         out.panes.extend(self._evaluate(state, ingested.touched))
+        out.dead_letters.extend(self.firing.take_dead_letters())
         return out
 
     def _rows(self, state: EngineState, batch: pd.DataFrame) -> BatchRows:
@@ -125,7 +126,7 @@ class Engine:
         state.metrics["rows"] += n
         state.max_event_time = max(state.max_event_time, int(ts.max()))
         state.last_data_time = state.processing_time
-        values = {c: batch[c].to_numpy() for c in self.p.value_columns}
+        values = {c: batch[c].to_numpy() for c in self.p.input_columns(batch.columns)}
         codes, keys = key_codes(batch, self.p.key)
         return BatchRows(batch, ts, seq, values, codes, keys, state.watermark, state.processing_time)
 
@@ -188,7 +189,7 @@ class Engine:
         state.wake_event, state.wake_clock = wake_event, wake_clock
         self.strategy.purge(state)
         state.metrics["windows_open"] = sum(len(v) for v in state.keys.values())
-        return StepResult(panes=ordered(emitted))
+        return StepResult(panes=ordered(emitted), dead_letters=self.firing.take_dead_letters())
 
     def _due(self, ws: WindowState, wm: int) -> int:
         """The watermark at which something can next happen to a window: its end (the on-time

@@ -15,7 +15,7 @@ from .state import WindowState
 
 class WindowOps:
     def __init__(self, pipeline: Pipeline, machine: TriggerMachine):
-        self.aggs = [a.fn for a in pipeline.aggregates]
+        self.aggs = list(pipeline.accumulators)
         self.machine = machine
         self.lateness = pipeline.allowed_lateness
 
@@ -44,9 +44,7 @@ class WindowOps:
                 continue
             if t is None:
                 t, s = ts[rows], seq[rows]
-            col = a.column
-            v: Any = values[col][rows] if col in values else None
-            ws.acc[j] = a.add_group(ws.acc[j], v, t, s)
+            ws.acc[j] = a.add_group(ws.acc[j], a.input(values, rows), t, s)
         k = len(rows)
         ws.new_count += k
         self.machine.on_element(ws.trig, k, processing_time)
