@@ -140,6 +140,11 @@ class WindowPipeline(AggregateFn):
         except Exception as e:  # the user's SQL or function: the window's rows go to the dead letters
             raise WindowPipelineFailed(one_line(e), rows.records()) from None
 
+    def core_refusal(self) -> str | None:
+        """Why the core engine cannot run this pipeline (Spark can), or None."""
+        refusal = getattr(self.transform, "core_refusal", None)
+        return refusal() if refusal is not None else None
+
     def describe(self) -> dict:
         return {self.transform.kind: self.transform.describe()}
 

@@ -7,16 +7,18 @@ from typing import Any
 
 from .base import Transform, WindowPipeline
 from .function import FunctionTransform
+from .sql import SqlTransform
 
 TRANSFORMS: dict[str, type] = {
+    "sql": SqlTransform,
     "fn": FunctionTransform,
 }
 
 
 def parse_window_pipeline(spec: Any) -> WindowPipeline:
-    """``{fn: "module:function"}``; raises ValueError with the reason."""
+    """``{sql: "SELECT ..."}`` or ``{fn: "module:function"}``; raises ValueError with the reason."""
     if not isinstance(spec, dict) or len(spec) != 1:
-        raise ValueError("window_pipeline is {fn: 'module:function'}")
+        raise ValueError("window_pipeline is one of {sql: 'SELECT ... FROM rows'}, {fn: 'module:function'}")
     (kind, argument), = spec.items()
     cls = TRANSFORMS.get(kind)
     if cls is None:
