@@ -9,7 +9,7 @@ SHELL  := /bin/bash
 # PySpark's transformWithState driver worker prints its own start-up chatter: keep the demo readable
 QUIET  := grep --line-buffered -v -e 'TransformWithStateInPandas Python worker' -e '^$$'
 
-.PHONY: setup java demo demo-batch test test-core bench bench-quick clean
+.PHONY: setup java demo demo-batch test test-core lint format bench bench-quick clean
 
 setup: java $(VENV)/.installed
 
@@ -39,6 +39,19 @@ test: setup
 test-core: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/core
 
+# style and types (settings in pyproject.toml): ruff's lint rules and format check, then mypy; all
+# three run, and the target fails if any of them found something. `make format` fixes what ruff can.
+lint: setup
+	@rc=0; \
+	  $(VENV)/bin/ruff check --output-format concise . || rc=1; \
+	  $(VENV)/bin/ruff format --check --output-format concise . || rc=1; \
+	  $(VENV)/bin/mypy || rc=1; \
+	  exit $$rc
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
 # the benchmark suite (benchmarks/suite.py, described in benchmarks/RESULTS.md): panes against plain
 # PySpark side by side; both targets write benchmarks/results/latest.json. bench: full sizes, median
 # of 3 runs (an hour or more); bench-quick: small data, one run each (under 10 minutes)
@@ -49,4 +62,4 @@ bench-quick: setup
 	$(PY) benchmarks/suite.py --quick
 
 clean:
-	rm -rf out .pytest_cache
+	rm -rf out .pytest_cache .mypy_cache .ruff_cache

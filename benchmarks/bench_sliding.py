@@ -40,6 +40,7 @@ the file are kept) and everything measured into benchmarks/results/sliding_detai
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import gc
 import json
@@ -57,9 +58,8 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from common import command_line, log, machine, merge_figures, other_spark_jvms, wait_idle  # noqa: E402
-
 import panes  # noqa: E402
+from common import command_line, log, machine, merge_figures, other_spark_jvms, wait_idle  # noqa: E402
 from panes.core.engine import TS, Engine  # noqa: E402
 
 SEED = 42
@@ -110,8 +110,13 @@ def make_batches(ts, key, amount, keys: int, batches: int, rng) -> list[pd.DataF
 
 
 def spec(window: dict, max_delay: int) -> dict:
-    return {"event_time": "ts", "key": ["key"], "window": window,
-            "watermark": {"max_delay": max_delay}, "aggregates": AGGS}
+    return {
+        "event_time": "ts",
+        "key": ["key"],
+        "window": window,
+        "watermark": {"max_delay": max_delay},
+        "aggregates": AGGS,
+    }
 
 
 def sliding_spec(D: int, max_delay: int) -> dict:
@@ -141,10 +146,8 @@ def hopping_window_count(ts: np.ndarray, key: np.ndarray, D: int) -> int:
 
 
 def peak_rss_reset() -> None:
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM (Linux)
-    except OSError:
-        pass
 
 
 def peak_rss_mb() -> float | None:
@@ -171,7 +174,7 @@ def run(spec_: dict, batches: list[pd.DataFrame], limit: float | None = None) ->
     gc.collect()
     peak_rss_reset()
     t0 = time.perf_counter()
-    for i, b in enumerate(batches):
+    for b in batches:
         tb = time.perf_counter()
         res = eng.step(state, b)
         batch_seconds.append(time.perf_counter() - tb)
@@ -195,11 +198,20 @@ def run(spec_: dict, batches: list[pd.DataFrame], limit: float | None = None) ->
     n_dead += len(res.dead_letters)
     seconds = time.perf_counter() - t0
     out = {
-        "seconds": seconds, "records": records, "batches_fed": fed, "batches": len(batches),
-        "capped": capped, "windows": n_panes, "sum_of_counts": int(n_sum), "dead_letters": n_dead,
-        "us_per_record": seconds / records * 1e6, "events_per_s": records / seconds,
-        "end_step_seconds": end_seconds, "batch_seconds": [round(s, 3) for s in batch_seconds],
-        "peak_rss_mb": peak_rss_mb(), "metrics": dict(state.metrics),
+        "seconds": seconds,
+        "records": records,
+        "batches_fed": fed,
+        "batches": len(batches),
+        "capped": capped,
+        "windows": n_panes,
+        "sum_of_counts": int(n_sum),
+        "dead_letters": n_dead,
+        "us_per_record": seconds / records * 1e6,
+        "events_per_s": records / seconds,
+        "end_step_seconds": end_seconds,
+        "batch_seconds": [round(s, 3) for s in batch_seconds],
+        "peak_rss_mb": peak_rss_mb(),
+        "metrics": dict(state.metrics),
     }
     del state, eng, res
     gc.collect()
@@ -210,8 +222,10 @@ def report_run(kind: str, r: dict) -> None:
     cap = ""
     if r["capped"]:
         cap = f", CAPPED: {r.get('keys_fed', '?')} keys, {r['batches_fed']}/{r['batches']} batches"
-    log(f"  {kind}: {r['seconds']:.2f} s for {r['records']:,} records{cap}, {r['us_per_record']:,.1f} us/record, "
-        f"{r['windows']:,} windows, {r['dead_letters']} dead letters, peak RSS {r['peak_rss_mb'] or 0:,.0f} MB")
+    log(
+        f"  {kind}: {r['seconds']:.2f} s for {r['records']:,} records{cap}, {r['us_per_record']:,.1f} us/record, "
+        f"{r['windows']:,} windows, {r['dead_letters']} dead letters, peak RSS {r['peak_rss_mb'] or 0:,.0f} MB"
+    )
 
 
 # -- correctness ------------------------------------------------------------------------------------------
@@ -264,8 +278,7 @@ def check_sliding(D: int, n: int = 400, keys: int = 4, seed: int = 7) -> dict:
             if ((tk >= t + 1) & (tk <= t + 1 + D)).any():
                 expected.add((k, t + 1, t + 1 + D))
     if seen != expected:
-        problems.append(f"windows differ from KIP-450's: {len(seen - expected)} extra, "
-                        f"{len(expected - seen)} missing")
+        problems.append(f"windows differ from KIP-450's: {len(seen - expected)} extra, {len(expected - seen)} missing")
     if dead:
         problems.append(f"{dead} dead letters")
     return {"D_ms": D, "records": n, "windows": len(got), "ok": not problems, "problems": problems[:10]}
@@ -281,23 +294,37 @@ def main(argv=None) -> int:
     ap.add_argument("--batches", type=int, default=20, help="engine steps before the end (default 20)")
     ap.add_argument("--diffs", default="100,1000,10000", help="time differences D in ms (default 100,1000,10000)")
     ap.add_argument("--quick", action="store_true", help="5,000 events")
-    ap.add_argument("--limit", type=float, default=120,
-                    help="a hopping run projected to take longer than this many seconds is capped (default 120)")
-    ap.add_argument("--wait-idle", type=float, default=120,
-                    help="before each timed run, wait up to this many seconds for Spark JVMs on the machine to end")
+    ap.add_argument(
+        "--limit",
+        type=float,
+        default=120,
+        help="a hopping run projected to take longer than this many seconds is capped (default 120)",
+    )
+    ap.add_argument(
+        "--wait-idle",
+        type=float,
+        default=120,
+        help="before each timed run, wait up to this many seconds for Spark JVMs on the machine to end",
+    )
     ap.add_argument("--no-check", action="store_true", help="skip the correctness check")
-    ap.add_argument("--out", default=str(HERE / "results" / "latest.json"),
-                    help="JSON file the figures are merged into (default benchmarks/results/latest.json)")
-    ap.add_argument("--details", default=None,
-                    help="where everything measured goes (default: sliding_details.json next to --out)")
+    ap.add_argument(
+        "--out",
+        default=str(HERE / "results" / "latest.json"),
+        help="JSON file the figures are merged into (default benchmarks/results/latest.json)",
+    )
+    ap.add_argument(
+        "--details", default=None, help="where everything measured goes (default: sliding_details.json next to --out)"
+    )
     a = ap.parse_args(argv)
     n = a.events or (5_000 if a.quick else 20_000)
     diffs = [int(x) for x in a.diffs.split(",")]
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     span = n * 10
     max_delay = -(-span // a.batches)  # one batch's event-time span
-    log(f"sliding vs hopping (core engine): {n:,} events, {a.keys} keys, event times over {span:,} ms, "
-        f"{a.batches} batches, max_delay {max_delay:,} ms, D in {diffs} ms")
+    log(
+        f"sliding vs hopping (core engine): {n:,} events, {a.keys} keys, event times over {span:,} ms, "
+        f"{a.batches} batches, max_delay {max_delay:,} ms, D in {diffs} ms"
+    )
 
     errors: dict[str, str] = {}
     checks = []
@@ -310,8 +337,10 @@ def main(argv=None) -> int:
                 log(f"check D={D} FAILED:\n{errors[f'check_{D}']}")
                 continue
             checks.append(c)
-            log(f"check D={dur_label(D)}: {c['windows']} sliding windows over {c['records']} records -> "
-                f"{'OK' if c['ok'] else 'FAILED: ' + '; '.join(c['problems'])}")
+            log(
+                f"check D={dur_label(D)}: {c['windows']} sliding windows over {c['records']} records -> "
+                f"{'OK' if c['ok'] else 'FAILED: ' + '; '.join(c['problems'])}"
+            )
 
     ts, key, amount, rng = make_events(n, a.keys)
     batches = make_batches(ts, key, amount, a.keys, a.batches, rng)
@@ -319,6 +348,8 @@ def main(argv=None) -> int:
     bounds = np.cumsum([len(b) for b in batches])
 
     results = []
+    s: dict | None  # a run of each side (None in a row where it failed)
+    h: dict | None
     cost_per_window = None  # seconds per hopping window, from the last hopping run (or a pilot)
     for D in diffs:
         row: dict = {"D_ms": D, "hopping_windows_formula_full": hopping_window_count(ts, key, D)}
@@ -350,14 +381,19 @@ def main(argv=None) -> int:
             if predicted > a.limit:
                 hop_keys = max(1, min(a.keys, int(a.keys * 0.5 * a.limit / predicted)))
             hop_batches = batches if hop_keys == a.keys else key_subset(batches, labels, hop_keys)
-            log(f"D={dur_label(D)}: hopping (predicted {predicted:,.0f} s for the whole input"
+            log(
+                f"D={dur_label(D)}: hopping (predicted {predicted:,.0f} s for the whole input"
                 + (f"; CAPPED to the events of the first {hop_keys} of {a.keys} keys" if hop_keys < a.keys else "")
-                + ") ...")
+                + ") ..."
+            )
             others = wait_idle(a.wait_idle)
             load = os.getloadavg()[0]
             h = run(hopping_spec(D, max_delay), hop_batches, limit=a.limit)
-            h.update(loadavg_1m_before=round(load, 2), other_spark_jvms=len(set(others) | set(other_spark_jvms())),
-                     keys_fed=hop_keys)
+            h.update(
+                loadavg_1m_before=round(load, 2),
+                other_spark_jvms=len(set(others) | set(other_spark_jvms())),
+                keys_fed=hop_keys,
+            )
             h["capped"] = h["capped"] or hop_keys < a.keys
             cost_per_window = h["seconds"] / max(1, h["windows"])
             row["hopping"] = h
@@ -367,13 +403,15 @@ def main(argv=None) -> int:
             sel = key[:fed_n] < hop_keys
             row["hopping_windows_formula_fed"] = hopping_window_count(ts[:fed_n][sel], key[:fed_n][sel], D)
             if h["windows"] != row["hopping_windows_formula_fed"]:
-                errors[f"hopping_windows_{D}"] = (f"hopping emitted {h['windows']:,} windows, the formula "
-                                                  f"gives {row['hopping_windows_formula_fed']:,}")
+                errors[f"hopping_windows_{D}"] = (
+                    f"hopping emitted {h['windows']:,} windows, the formula "
+                    f"gives {row['hopping_windows_formula_fed']:,}"
+                )
                 log(f"  MISMATCH: {errors[f'hopping_windows_{D}']}")
             if h["capped"]:
                 log(f"D={dur_label(D)}: sliding on the hopping run's input (for the windows ratio) ...")
                 wait_idle(a.wait_idle)
-                same = key_subset(hop_batches[:h["batches_fed"]], labels, hop_keys)
+                same = key_subset(hop_batches[: h["batches_fed"]], labels, hop_keys)
                 row["sliding_same_input"] = run(sliding_spec(D, max_delay), same)
                 report_run("sliding", row["sliding_same_input"])
         except Exception:
@@ -384,10 +422,14 @@ def main(argv=None) -> int:
     # -- report ------------------------------------------------------------------------------------------
     figures = {}
     print()
-    print(f"== KIP-450 sliding vs hopping (size D + 1 ms, hop 1 ms), core engine, {n:,} events, "
-          f"{a.keys} keys, {a.batches} batches ==")
-    hdr = (f"{'D':>6} | {'sliding s':>9} {'us/rec':>8} {'windows':>9} | {'hopping s':>9} {'records':>8} "
-           f"{'us/rec':>9} {'windows':>11} | {'time hop/sl':>11} {'windows hop/sl':>14} {'(full input)':>12}")
+    print(
+        f"== KIP-450 sliding vs hopping (size D + 1 ms, hop 1 ms), core engine, {n:,} events, "
+        f"{a.keys} keys, {a.batches} batches =="
+    )
+    hdr = (
+        f"{'D':>6} | {'sliding s':>9} {'us/rec':>8} {'windows':>9} | {'hopping s':>9} {'records':>8} "
+        f"{'us/rec':>9} {'windows':>11} | {'time hop/sl':>11} {'windows hop/sl':>14} {'(full input)':>12}"
+    )
     print(hdr)
     print("-" * len(hdr))
     base = None
@@ -402,10 +444,12 @@ def main(argv=None) -> int:
         row["time_ratio_hopping_over_sliding_per_record"] = time_ratio
         row["windows_ratio_hopping_over_sliding"] = win_ratio
         row["windows_ratio_full_input_formula"] = row["hopping_windows_formula_full"] / s["windows"]
-        print(f"{dur_label(D):>6} | {s['seconds']:>9.2f} {s['us_per_record']:>8.1f} {s['windows']:>9,} | "
-              f"{h['seconds']:>9.2f} {h['records']:>8,} {h['us_per_record']:>9.1f} {h['windows']:>11,} | "
-              f"{time_ratio:>11.1f} {win_ratio:>14.1f} {row['windows_ratio_full_input_formula']:>12.1f}"
-              + ("  (hopping CAPPED)" if h["capped"] else ""))
+        print(
+            f"{dur_label(D):>6} | {s['seconds']:>9.2f} {s['us_per_record']:>8.1f} {s['windows']:>9,} | "
+            f"{h['seconds']:>9.2f} {h['records']:>8,} {h['us_per_record']:>9.1f} {h['windows']:>11,} | "
+            f"{time_ratio:>11.1f} {win_ratio:>14.1f} {row['windows_ratio_full_input_formula']:>12.1f}"
+            + ("  (hopping CAPPED)" if h["capped"] else "")
+        )
         figures[f"sliding_vs_hopping_{dur_label(D)}"] = {
             "events_per_s": round(s["events_per_s"], 1),
             "baseline_events_per_s": round(h["events_per_s"], 1),
@@ -422,13 +466,15 @@ def main(argv=None) -> int:
                 what.append(f"the events of the first {h['keys_fed']} of {a.keys} keys")
             if h["batches_fed"] < h["batches"]:
                 what.append(f"the first {h['batches_fed']} of {h['batches']} batches")
-            print(f"note: hopping at D={dur_label(row['D_ms'])} was predicted to take "
-                  f"{row.get('hopping_predicted_s', 0):,.0f} s (> {a.limit:.0f} s) on the whole input: it got only "
-                  f"{' and '.join(what)} ({h['records']:,} events; same per-key density and batches), and its "
-                  f"time is compared per record. Windows on that input: hopping {h['windows']:,} / sliding "
-                  f"{same['windows']:,}; on the full input (hopping by formula): "
-                  f"{row['hopping_windows_formula_full']:,} / {row['sliding']['windows']:,} = "
-                  f"{row['windows_ratio_full_input_formula']:.0f}x")
+            print(
+                f"note: hopping at D={dur_label(row['D_ms'])} was predicted to take "
+                f"{row.get('hopping_predicted_s', 0):,.0f} s (> {a.limit:.0f} s) on the whole input: it got only "
+                f"{' and '.join(what)} ({h['records']:,} events; same per-key density and batches), and its "
+                f"time is compared per record. Windows on that input: hopping {h['windows']:,} / sliding "
+                f"{same['windows']:,}; on the full input (hopping by formula): "
+                f"{row['hopping_windows_formula_full']:,} / {row['sliding']['windows']:,} = "
+                f"{row['windows_ratio_full_input_formula']:.0f}x"
+            )
     if base is not None and len(results) > 1:
         print("growth with D (per-record time relative to the smallest D):")
         for row in results:
@@ -439,12 +485,16 @@ def main(argv=None) -> int:
             f_s = s["us_per_record"] / base["sliding"]["us_per_record"]
             f_h = h["us_per_record"] / base["hopping"]["us_per_record"]
             row["growth_vs_smallest_D"] = {"D": f_d, "sliding": f_s, "hopping": f_h}
-            print(f"  D x{f_d:>5.0f}: sliding us/record x{f_s:.2f}, hopping us/record x{f_h:.1f} "
-                  f"(windows per record: sliding {s['windows'] / s['records']:.2f}, "
-                  f"hopping {h['windows'] / h['records']:.0f})")
+            print(
+                f"  D x{f_d:>5.0f}: sliding us/record x{f_s:.2f}, hopping us/record x{f_h:.1f} "
+                f"(windows per record: sliding {s['windows'] / s['records']:.2f}, "
+                f"hopping {h['windows'] / h['records']:.0f})"
+            )
     if checks:
-        print("correctness (sliding counts and sums = brute force over inclusive bounds, windows = KIP-450's): "
-              + ", ".join(f"D={dur_label(c['D_ms'])} {'OK' if c['ok'] else 'FAILED'}" for c in checks))
+        print(
+            "correctness (sliding counts and sums = brute force over inclusive bounds, windows = KIP-450's): "
+            + ", ".join(f"D={dur_label(c['D_ms'])} {'OK' if c['ok'] else 'FAILED'}" for c in checks)
+        )
     dead = sum(row[k]["dead_letters"] for row in results for k in ("sliding", "hopping") if k in row)
     print(f"dead letters in the timed runs: {dead} (should be 0)")
     if errors:
@@ -457,9 +507,21 @@ def main(argv=None) -> int:
     details = {
         "command": command_line(),
         "started_utc": started.isoformat(timespec="seconds"),
-        "params": {"events": n, "keys": a.keys, "batches": a.batches, "span_ms": span, "max_delay_ms": max_delay,
-                   "diffs_ms": diffs, "limit_s": a.limit, "seed": SEED},
-        "machine": machine(), "checks": checks, "results": results, "figures": figures, "errors": errors,
+        "params": {
+            "events": n,
+            "keys": a.keys,
+            "batches": a.batches,
+            "span_ms": span,
+            "max_delay_ms": max_delay,
+            "diffs_ms": diffs,
+            "limit_s": a.limit,
+            "seed": SEED,
+        },
+        "machine": machine(),
+        "checks": checks,
+        "results": results,
+        "figures": figures,
+        "errors": errors,
     }
     details_path.parent.mkdir(parents=True, exist_ok=True)
     details_path.write_text(json.dumps(details, indent=2, default=str) + "\n")

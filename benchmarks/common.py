@@ -23,6 +23,7 @@ windows stay open and the benchmarks filter them out of what they count.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -110,19 +111,18 @@ def wait_idle(max_wait: float) -> list[int]:
 
 
 def machine() -> dict:
-    info = {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
-    try:
+    info: dict[str, object] = {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    with contextlib.suppress(OSError):
         info["free_g"] = subprocess.run(["free", "-g"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        pass
-    try:
-        info["java"] = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
-    except (OSError, IndexError):
-        pass
-    try:
+    with contextlib.suppress(OSError, IndexError):
+        java = subprocess.run(["java", "-version"], capture_output=True, text=True)
+        info["java"] = java.stderr.splitlines()[0]
+    with contextlib.suppress(OSError):
         info["loadavg"] = os.getloadavg()
-    except OSError:
-        pass
     return info
 
 
@@ -132,10 +132,12 @@ def start_spark():
 
     t0 = time.perf_counter()
     spark = get_spark()
-    log(f"spark {spark.version} session ready in {time.perf_counter() - t0:.1f} s "
+    log(
+        f"spark {spark.version} session ready in {time.perf_counter() - t0:.1f} s "
         f"(master {spark.sparkContext.master}, shuffle partitions "
         f"{spark.conf.get('spark.sql.shuffle.partitions')}, two-level aggregation map "
-        f"{spark.conf.get('spark.sql.codegen.aggregate.map.twolevel.enabled')}: both sides)")
+        f"{spark.conf.get('spark.sql.codegen.aggregate.map.twolevel.enabled')}: both sides)"
+    )
     return spark
 
 
@@ -155,13 +157,28 @@ def merge_details(path: Path, details: dict) -> dict:
     except ValueError:
         old = {}
     old = old if isinstance(old, dict) else {}
-    runs = old.get("runs") or ([{"command": old["command"], "started_utc": old.get("started_utc"),
-                                 "benchmarks": sorted(old.get("results", {}))}] if "command" in old else [])
+    runs = old.get("runs") or (
+        [
+            {
+                "command": old["command"],
+                "started_utc": old.get("started_utc"),
+                "benchmarks": sorted(old.get("results", {})),
+            }
+        ]
+        if "command" in old
+        else []
+    )
     merged = dict(details)
     for k in ("results", "figures", "errors"):
         merged[k] = {**(old.get(k) or {}), **(details.get(k) or {})}
-    merged["runs"] = [*runs, {"command": details["command"], "started_utc": details["started_utc"],
-                              "benchmarks": sorted(details.get("results", {}))}]
+    merged["runs"] = [
+        *runs,
+        {
+            "command": details["command"],
+            "started_utc": details["started_utc"],
+            "benchmarks": sorted(details.get("results", {})),
+        },
+    ]
     write_json(path, merged)
     return merged
 
@@ -221,14 +238,20 @@ def _rss_kb(pid: int) -> int:
 
 
 def _kind(pid: int) -> str | None:
-    """"jvm" for the Spark JVM, "python" for a PySpark worker (``pyspark.daemon`` and the workers
+    """ "jvm" for the Spark JVM, "python" for a PySpark worker (``pyspark.daemon`` and the workers
     it forks), None for anything else: the short-lived helpers the JVM spawns are skipped, since a
     vfork()ed child reports its parent's whole RSS until it execs."""
     proc = Path("/proc") / str(pid)
     try:
         if proc.joinpath("comm").read_text().strip() == "java":
-            threads = next((int(line.split()[1]) for line in proc.joinpath("status").read_text().splitlines()
-                            if line.startswith("Threads:")), 1)
+            threads = next(
+                (
+                    int(line.split()[1])
+                    for line in proc.joinpath("status").read_text().splitlines()
+                    if line.startswith("Threads:")
+                ),
+                1,
+            )
             return "jvm" if threads > 1 else None
         cmd = proc.joinpath("cmdline").read_bytes()
         return "python" if b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd else None
@@ -247,13 +270,14 @@ class RssSampler:
     def __init__(self, interval: float = 0.2):
         self.interval = interval
         self.peak_total_kb = self.peak_jvm_kb = self.peak_python_kb = 0
-        self.start_total_kb = None
+        self.start_total_kb: int | None = None
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        me, pids, listed, kinds = os.getpid(), [], 0.0, {}
+        me, pids, listed = os.getpid(), [], 0.0
+        kinds: dict[int, str | None] = {}
         while True:
             now = time.monotonic()
             if now - listed > 1.0:
@@ -278,7 +302,7 @@ class RssSampler:
             if self._stop.wait(self.interval):
                 return
 
-    def __enter__(self) -> "RssSampler":
+    def __enter__(self) -> RssSampler:
         self._thread.start()
         return self
 
@@ -288,9 +312,13 @@ class RssSampler:
 
     def result(self) -> dict:
         mb = lambda kb: round((kb or 0) / 1024, 1)  # noqa: E731
-        return {"peak_rss_mb": mb(self.peak_total_kb), "peak_jvm_rss_mb": mb(self.peak_jvm_kb),
-                "peak_python_workers_rss_mb": mb(self.peak_python_kb),
-                "start_rss_mb": mb(self.start_total_kb), "rss_samples": self.samples}
+        return {
+            "peak_rss_mb": mb(self.peak_total_kb),
+            "peak_jvm_rss_mb": mb(self.peak_jvm_kb),
+            "peak_python_workers_rss_mb": mb(self.peak_python_kb),
+            "start_rss_mb": mb(self.start_total_kb),
+            "rss_samples": self.samples,
+        }
 
 
 # -- data: keyed events -------------------------------------------------------------------------------
@@ -299,11 +327,13 @@ class RssSampler:
 def events_schema():
     from pyspark.sql import types as T
 
-    return T.StructType([
-        T.StructField("key", T.StringType()),
-        T.StructField("ts", T.TimestampType()),
-        T.StructField("amount", T.LongType()),
-    ])
+    return T.StructType(
+        [
+            T.StructField("key", T.StringType()),
+            T.StructField("ts", T.TimestampType()),
+            T.StructField("amount", T.LongType()),
+        ]
+    )
 
 
 schema = events_schema  # the name the older scripts import
@@ -371,16 +401,29 @@ def generate(events: int, keys: int, files: int, minutes: int = 60, late: float 
         bounds = np.linspace(0, events, files + 1).astype(np.int64)
         for i in range(files):
             lo, hi = int(bounds[i]), int(bounds[i + 1])
-            table = pa.table({
-                "key": labels.take(pa.array(key_idx[lo:hi])),
-                "ts": pa.array(ts[lo:hi], type=pa.timestamp("ms", tz="UTC"), mask=no_time[lo:hi]),
-                "amount": pa.array(amount[lo:hi], type=pa.int64()),
-            })
+            table = pa.table(
+                {
+                    "key": labels.take(pa.array(key_idx[lo:hi])),
+                    "ts": pa.array(ts[lo:hi], type=pa.timestamp("ms", tz="UTC"), mask=no_time[lo:hi]),
+                    "amount": pa.array(amount[lo:hi], type=pa.int64()),
+                }
+            )
             pq.write_table(table, tmp / f"part-{i:05d}.parquet")
-        meta_obj = {"events": events, "keys": keys, "files": files, "minutes": minutes, "late": late,
-                    "late_ms": [LATE_MIN_MS, LATE_MAX_MS], "late_records": n_late,
-                    "untimed": untimed, "untimed_records": int(no_time.sum()), "seed": SEED, "ts_min_ms": int(ts.min()),
-                    "ts_max_ms": int(ts.max()), "amount_sum": int(amount.sum())}
+        meta_obj = {
+            "events": events,
+            "keys": keys,
+            "files": files,
+            "minutes": minutes,
+            "late": late,
+            "late_ms": [LATE_MIN_MS, LATE_MAX_MS],
+            "late_records": n_late,
+            "untimed": untimed,
+            "untimed_records": int(no_time.sum()),
+            "seed": SEED,
+            "ts_min_ms": int(ts.min()),
+            "ts_max_ms": int(ts.max()),
+            "amount_sum": int(amount.sum()),
+        }
         return _publish(tmp, out, meta_obj, f"{events:,} events in {files} files", t0)
     set_mtimes(out)
     return out
@@ -393,7 +436,7 @@ def meta_of(path: Path) -> dict:
 # -- data: Nexmark bids ---------------------------------------------------------------------------------
 
 NEXMARK_PARTS = 10
-NEXMARK_RATE = 10_000               # events per second of event time
+NEXMARK_RATE = 10_000  # events per second of event time
 FIRST_PERSON_ID = 1000
 FIRST_AUCTION_ID = 1000
 HOT_CHANNELS = ["Google", "Facebook", "Baidu", "Apple"]
@@ -402,11 +445,15 @@ HOT_CHANNELS = ["Google", "Facebook", "Baidu", "Apple"]
 def nexmark_schema():
     from pyspark.sql import types as T
 
-    return T.StructType([
-        T.StructField("auction", T.LongType()), T.StructField("bidder", T.LongType()),
-        T.StructField("price", T.LongType()), T.StructField("channel", T.StringType()),
-        T.StructField("dateTime", T.TimestampType()),
-    ])
+    return T.StructType(
+        [
+            T.StructField("auction", T.LongType()),
+            T.StructField("bidder", T.LongType()),
+            T.StructField("price", T.LongType()),
+            T.StructField("channel", T.StringType()),
+            T.StructField("dateTime", T.TimestampType()),
+        ]
+    )
 
 
 def _nexmark_part(lo: int, hi: int, part: int) -> dict:
@@ -456,25 +503,34 @@ def generate_nexmark(bids: int) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         bounds = np.linspace(0, events, NEXMARK_PARTS + 1).astype(np.int64)
-        total, price_sum, tmin, tmax = 0, 0, None, None
+        total, price_sum, tmin, tmax = 0, 0, 0, 0
         for i in range(NEXMARK_PARTS):
             g = _nexmark_part(int(bounds[i]), int(bounds[i + 1]), i)
-            table = pa.table({
-                "auction": pa.array(g["auction"], type=pa.int64()),
-                "bidder": pa.array(g["bidder"], type=pa.int64()),
-                "price": pa.array(g["price"], type=pa.int64()),
-                "channel": labels.take(pa.array(g["chan"])),
-                "dateTime": pa.array(g["ts_ms"], type=pa.timestamp("ms", tz="UTC")),
-            })
+            table = pa.table(
+                {
+                    "auction": pa.array(g["auction"], type=pa.int64()),
+                    "bidder": pa.array(g["bidder"], type=pa.int64()),
+                    "price": pa.array(g["price"], type=pa.int64()),
+                    "channel": labels.take(pa.array(g["chan"])),
+                    "dateTime": pa.array(g["ts_ms"], type=pa.timestamp("ms", tz="UTC")),
+                }
+            )
             pq.write_table(table, tmp / f"part-{i:05d}.parquet")
             total += len(g["price"])
             price_sum += int(g["price"].sum())
-            tmin = int(g["ts_ms"][0]) if tmin is None else tmin
+            tmin = int(g["ts_ms"][0]) if i == 0 else tmin
             tmax = int(g["ts_ms"][-1])
         meta_obj = {
-            "requested_bids": bids, "events": int(events), "bids": total, "parts": NEXMARK_PARTS,
-            "seed": SEED, "rate": NEXMARK_RATE, "ts_min_ms": tmin, "ts_max_ms": tmax,
-            "event_time_s": (tmax - tmin) / 1000, "price_sum": price_sum,
+            "requested_bids": bids,
+            "events": int(events),
+            "bids": total,
+            "parts": NEXMARK_PARTS,
+            "seed": SEED,
+            "rate": NEXMARK_RATE,
+            "ts_min_ms": tmin,
+            "ts_max_ms": tmax,
+            "event_time_s": (tmax - tmin) / 1000,
+            "price_sum": price_sum,
         }
         return _publish(tmp, out, meta_obj, f"{total:,} bids ({events:,} events) in {NEXMARK_PARTS} files", t0)
     set_mtimes(out)
@@ -489,7 +545,7 @@ def sentinel_ms(path: Path) -> int:
     return (meta_of(path)["ts_max_ms"] // DAY_MS + 2) * DAY_MS
 
 
-def _write_sentinel(path: Path, row: dict, like: Path) -> None:
+def write_sentinel(path: Path, row: dict, like: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -508,8 +564,9 @@ def stream_input(path: Path, sentinel: dict | None, warmup: bool = False) -> Pat
         parts = parts[:1]
     marker = out / "_done"
     # what the directory was made from: rebuilt when the data or the sentinel change
-    made_from = json.dumps({"meta": meta_of(path), "sentinel": sentinel, "parts": [p.name for p in parts]},
-                           sort_keys=True, default=str)
+    made_from = json.dumps(
+        {"meta": meta_of(path), "sentinel": sentinel, "parts": [p.name for p in parts]}, sort_keys=True, default=str
+    )
     if not marker.exists() or marker.read_text() != made_from:
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
@@ -519,7 +576,7 @@ def stream_input(path: Path, sentinel: dict | None, warmup: bool = False) -> Pat
             except OSError:
                 shutil.copy2(p, out / p.name)
         if sentinel is not None:
-            _write_sentinel(out / SENTINEL_FILE, sentinel, parts[0])
+            write_sentinel(out / SENTINEL_FILE, sentinel, parts[0])
         marker.write_text(made_from)
     set_mtimes(out)
     return out

@@ -47,6 +47,7 @@ series of ``state_bounded*`` to results/state_bounded.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import fnmatch
 import json
@@ -58,27 +59,71 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import (DAY_MS, RESULTS, ROOT, SENTINEL_FILE, RssSampler, command_line, events_schema,  # noqa: E402
-                    generate, generate_nexmark, log, machine, merge_details, merge_figures, meta_of, nexmark_schema,
-                    other_spark_jvms, sentinel_ms, set_mtimes, start_spark, stream_input, wait_idle,
-                    write_json)
+from common import (  # noqa: E402
+    DAY_MS,
+    RESULTS,
+    ROOT,
+    SENTINEL_FILE,
+    RssSampler,
+    command_line,
+    events_schema,
+    generate,
+    generate_nexmark,
+    log,
+    machine,
+    merge_details,
+    merge_figures,
+    meta_of,
+    nexmark_schema,
+    other_spark_jvms,
+    sentinel_ms,
+    set_mtimes,
+    start_spark,
+    stream_input,
+    wait_idle,
+    write_json,
+    write_sentinel,
+)
 
 SIZES = {
     # events: records of each tumbling data set (1 h of event time); files: its parquet files;
     # bids: Nexmark bids (10 files); state_*: the 30-minute data set of state_bounded
-    "quick": {"events": 200_000, "files": 10, "bids": 200_000, "batches": 5,
-              "state_events": 150_000, "state_keys": 2_000, "state_files": 15, "repeat": 1},
-    "full": {"events": 2_000_000, "files": 20, "bids": 5_000_000, "batches": 10,
-             "state_events": 1_200_000, "state_keys": 10_000, "state_files": 30, "repeat": 3},
+    "quick": {
+        "events": 200_000,
+        "files": 10,
+        "bids": 200_000,
+        "batches": 5,
+        "state_events": 150_000,
+        "state_keys": 2_000,
+        "state_files": 15,
+        "repeat": 1,
+    },
+    "full": {
+        "events": 2_000_000,
+        "files": 20,
+        "bids": 5_000_000,
+        "batches": 10,
+        "state_events": 1_200_000,
+        "state_keys": 10_000,
+        "state_files": 30,
+        "repeat": 3,
+    },
 }
 TARGETS = {  # the issue's bars, by benchmark (ratio panes / plain)
-    "early": 0.6, "default": 0.9, "batch_window": 0.8,
+    "early": 0.6,
+    "default": 0.9,
+    "batch_window": 0.8,
 }
 HALF_DAY_MS = DAY_MS // 2
 #: the fraction of records without event time in the ``events_<keys>_untimed`` data sets
@@ -92,11 +137,11 @@ UNTIMED = 0.001
 class DataSet:
     id: str
     path: Path
-    schema: object          # a function giving the Spark schema
+    schema: Callable[[], StructType]  # a function giving the Spark schema
     time_column: str
     records: int
-    sentinel: dict          # the sentinel record of the streaming input
-    key_column: str         # the key column of the sentinel (q12 filters on it)
+    sentinel: dict  # the sentinel record of the streaming input
+    key_column: str  # the key column of the sentinel (q12 filters on it)
 
     @property
     def cutoff_ms(self) -> int:
@@ -108,16 +153,24 @@ def load_data_set(ds_id: str, size: dict) -> DataSet:
     if ds_id == "nexmark":
         path = generate_nexmark(size["bids"])
         s = sentinel_ms(path)
-        return DataSet(ds_id, path, nexmark_schema, "dateTime", meta_of(path)["bids"],
-                       {"auction": -1, "bidder": -1, "price": 0, "channel": "sentinel", "dateTime": s}, "bidder")
+        return DataSet(
+            ds_id,
+            path,
+            nexmark_schema,
+            "dateTime",
+            meta_of(path)["bids"],
+            {"auction": -1, "bidder": -1, "price": 0, "channel": "sentinel", "dateTime": s},
+            "bidder",
+        )
     if ds_id == "state":
         path = generate(size["state_events"], size["state_keys"], size["state_files"], minutes=30, late=0.03)
     else:  # events_<keys>[_untimed]
         untimed = UNTIMED if ds_id.endswith("_untimed") else 0.0
         path = generate(size["events"], int(ds_id.split("_")[1]), size["files"], untimed=untimed)
     s = sentinel_ms(path)
-    return DataSet(ds_id, path, events_schema, "ts", meta_of(path)["events"],
-                   {"key": "~sentinel", "ts": s, "amount": 0}, "key")
+    return DataSet(
+        ds_id, path, events_schema, "ts", meta_of(path)["events"], {"key": "~sentinel", "ts": s, "amount": 0}, "key"
+    )
 
 
 # -- summaries and checks --------------------------------------------------------------------------------
@@ -137,14 +190,15 @@ def summary_columns(bench, final=None):
 
     first = F.col(next(iter(bench.aggs))).cast("long")
     if final is None:
-        return [F.count(F.lit(1)).alias("rows"), F.sum(checksum_column(bench)).alias("chk"),
-                F.sum(first).alias("agg")]
-    return [F.count(F.lit(1)).alias("all_rows"),
-            F.count(F.when(F.col("retraction"), 1)).alias("retractions"),
-            F.count(F.when(F.col("timing") == "EARLY", 1)).alias("early"),
-            F.count(F.when(final, 1)).alias("rows"),
-            F.sum(F.when(final, checksum_column(bench))).alias("chk"),
-            F.sum(F.when(final, first)).alias("agg")]
+        return [F.count(F.lit(1)).alias("rows"), F.sum(checksum_column(bench)).alias("chk"), F.sum(first).alias("agg")]
+    return [
+        F.count(F.lit(1)).alias("all_rows"),
+        F.count(F.when(F.col("retraction"), 1)).alias("retractions"),
+        F.count(F.when(F.col("timing") == "EARLY", 1)).alias("early"),
+        F.count(F.when(final, 1)).alias("rows"),
+        F.sum(F.when(final, checksum_column(bench))).alias("chk"),
+        F.sum(F.when(final, first)).alias("agg"),
+    ]
 
 
 def keep_real(bench, ds: DataSet):
@@ -174,9 +228,14 @@ def _progress(q) -> list[dict]:
     out = []
     for p in q.recentProgress:
         p = json.loads(p.json)
-        r = {"batch": p["batchId"], "input_rows": p.get("numInputRows", 0), "source_offset": _log_offset(p),
-             "duration_ms": (p.get("durationMs") or {}).get("triggerExecution"),
-             "watermark": (p.get("eventTime") or {}).get("watermark"), "timestamp": p.get("timestamp")}
+        r = {
+            "batch": p["batchId"],
+            "input_rows": p.get("numInputRows", 0),
+            "source_offset": _log_offset(p),
+            "duration_ms": (p.get("durationMs") or {}).get("triggerExecution"),
+            "watermark": (p.get("eventTime") or {}).get("watermark"),
+            "timestamp": p.get("timestamp"),
+        }
         ops = p.get("stateOperators") or []
         if ops:
             r["state_rows"] = sum(op.get("numRowsTotal", 0) or 0 for op in ops)
@@ -229,10 +288,8 @@ def native_state(ckpt: str) -> dict | None:
             if f.is_file():
                 size += f.stat().st_size
                 if f.suffix == ".parquet":
-                    try:
+                    with contextlib.suppress(Exception):  # a file being replaced
                         rows += pq.ParquetFile(f).metadata.num_rows
-                    except Exception:  # a file being replaced
-                        pass
     return {"version": int(newest.name[1:]), "tables": len(tables), "state_dir_bytes": size, "state_dir_rows": rows}
 
 
@@ -246,9 +303,15 @@ def _finish(q, t0: float, timeout: float, records: int) -> dict:
         raise RuntimeError(f"streaming query failed: {exc}")
     prog = _progress(q)
     read = sum(p["input_rows"] or 0 for p in prog)
-    return {"seconds": seconds, "finished": bool(finished), "input_rows": int(read),
-            "micro_batches": len(prog), "data_batches": sum(1 for p in prog if p["input_rows"]),
-            "events_per_s": (records if finished else read) / seconds, "progress": prog}
+    return {
+        "seconds": seconds,
+        "finished": bool(finished),
+        "input_rows": int(read),
+        "micro_batches": len(prog),
+        "data_batches": sum(1 for p in prog if p["input_rows"]),
+        "events_per_s": (records if finished else read) / seconds,
+        "progress": prog,
+    }
 
 
 def run_stream(spark, bench, ds: DataSet, side: str, src_dir: Path, fpt: int, timeout: float) -> dict:
@@ -297,8 +360,14 @@ def run_stream(spark, bench, ds: DataSet, side: str, src_dir: Path, fpt: int, ti
                         df = bench.stage2(df)
                     add_summary(acc, df.agg(*cols).collect()[0])
 
-                q = (bench.plains[side](src, bench.aggs).writeStream.outputMode("append").foreachBatch(each)
-                     .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
+                q = (
+                    bench.plains[side](src, bench.aggs)
+                    .writeStream.outputMode("append")
+                    .foreachBatch(each)
+                    .option("checkpointLocation", ckpt)
+                    .trigger(availableNow=True)
+                    .start()
+                )
             r = _finish(q, t0, timeout, ds.records)
         r.update(rss.result())
         r["summary"] = acc
@@ -333,7 +402,7 @@ def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float
     work = Path(tempfile.mkdtemp(prefix="bench-q12-input-"))
     src_dir = work / "in"
     src_dir.mkdir()
-    parts = sorted(ds.path.glob("part-*.parquet"))[:1 if warmup else None]
+    parts = sorted(ds.path.glob("part-*.parquet"))[: 1 if warmup else None]
     for p in parts:
         os.link(p, src_dir / p.name)
     set_mtimes(src_dir)
@@ -362,8 +431,13 @@ def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float
                 def each(df, batch_id):
                     add_summary(acc, df.filter(keep).agg(*cols).collect()[0])
 
-                q = (bench.plains[side](src, bench.aggs).writeStream.outputMode("append").foreachBatch(each)
-                     .option("checkpointLocation", ckpt).start())
+                q = (
+                    bench.plains[side](src, bench.aggs)
+                    .writeStream.outputMode("append")
+                    .foreachBatch(each)
+                    .option("checkpointLocation", ckpt)
+                    .start()
+                )
             # the micro-batch that read the last file: the file source's log offset counts from 0
             last_offset = math.ceil(len(parts) / fpt) - 1
             done_at, last_batch_ts = None, None
@@ -380,17 +454,20 @@ def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float
                     break
                 time.sleep(0.1)
             seconds = (done_at - t_wall) if done_at is not None else time.perf_counter() - t0
-            r = {"seconds": seconds, "finished": done_at is not None,
-                 "events_per_s": records / seconds if done_at is not None else 0.0}
+            r = {
+                "seconds": seconds,
+                "finished": done_at is not None,
+                "events_per_s": records / seconds if done_at is not None else 0.0,
+            }
         r.update(rss.result())
-        if not warmup and done_at is not None:
+        if not warmup and done_at is not None and last_batch_ts is not None:
             # close every window: a sentinel record after the end of the last data window
             window_end = (math.floor(last_batch_ts / size_s) + 1) * size_s
             time.sleep(max(0.0, window_end + 0.3 - time.time()))
-            from common import _write_sentinel
             tmp = work / SENTINEL_FILE
-            _write_sentinel(tmp, dict(ds.sentinel, dateTime=int(time.time() * 1000)),
-                            sorted(src_dir.glob("part-*.parquet"))[0])
+            write_sentinel(
+                tmp, dict(ds.sentinel, dateTime=int(time.time() * 1000)), sorted(src_dir.glob("part-*.parquet"))[0]
+            )
             os.utime(tmp, (2_000_000_000, 2_000_000_000))
             os.rename(tmp, src_dir / SENTINEL_FILE)
             t_close = time.time()
@@ -401,8 +478,13 @@ def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float
             r["closed_all_windows"] = acc.get("agg", 0) >= ds.records
         q.stop()
         prog = _progress(q)
-        r.update(micro_batches=len(prog), data_batches=sum(1 for p in prog if p["input_rows"]),
-                 input_rows=sum(p["input_rows"] or 0 for p in prog), progress=prog, summary=acc)
+        r.update(
+            micro_batches=len(prog),
+            data_batches=sum(1 for p in prog if p["input_rows"]),
+            input_rows=sum(p["input_rows"] or 0 for p in prog),
+            progress=prog,
+            summary=acc,
+        )
         if side == "panes":
             r["plan"] = plan
         return r
@@ -486,8 +568,10 @@ class Runner:
         ds = self.data_set(first.data)
         plains = list(first.plains)
         group = first.group
-        log(f"== {group} ({first.mode}; {ds.records:,} records of {ds.path.name}; panes: "
-            f"{', '.join(b.name for b in benches)}; plain: {', '.join(plains)})")
+        log(
+            f"== {group} ({first.mode}; {ds.records:,} records of {ds.path.name}; panes: "
+            f"{', '.join(b.name for b in benches)}; plain: {', '.join(plains)})"
+        )
         sides = [("plain", p, first) for p in plains] + [("panes", "panes", b) for b in benches]
         warm = self.a.warmup == "each" or (self.a.warmup == "first" and first.mode not in self.warmed)
         # the first group of a mode runs on a JVM still compiling Spark's code: its timed runs got
@@ -505,16 +589,18 @@ class Runner:
             # the timed runs from the second, warmer one. Every side runs its query k times.)
             for _ in range((2 if batch_loops else 1) + (1 if cold else 0)):
                 warm_s = []
-                for kind, side, b in sides:
+                for _kind, side, b in sides:
                     try:
                         warm_s.append(self.one(b, ds, side, warmup=True, loops=loops)["seconds"])
                     except Exception:
                         log(f"  warm-up of {b.name} / {side} failed (the timed runs will report it)")
                 if batch_loops and warm_s:
                     loops = max(1, math.ceil(self.a.batch_seconds / statistics.median(warm_s)))
-            log(f"  warm-up (untimed, {'full data' if first.mode == 'batch' else 'first file'}): "
-                f"{time.perf_counter() - t0:.1f} s" + (f"; each timed run executes the query {loops} times"
-                                                       if first.mode == "batch" else ""))
+            log(
+                f"  warm-up (untimed, {'full data' if first.mode == 'batch' else 'first file'}): "
+                f"{time.perf_counter() - t0:.1f} s"
+                + (f"; each timed run executes the query {loops} times" if first.mode == "batch" else "")
+            )
         runs: dict[tuple, list] = {}
         failed: set = set()
         interleaved = first.mode == "batch" and loops > 1
@@ -548,7 +634,9 @@ class Runner:
                 if s:
                     extra = f", {s.get('rows', 0):,} rows out"
                     if "all_rows" in s:
-                        extra += f" ({s['all_rows']:,} panes incl. {s['early']:,} early, {s['retractions']:,} retractions)"
+                        extra += (
+                            f" ({s['all_rows']:,} panes incl. {s['early']:,} early, {s['retractions']:,} retractions)"
+                        )
                 if "dead_letters" in r:
                     extra += f", {r['dead_letters']:,} dead letters"
                 if "micro_batches" in r:
@@ -557,8 +645,11 @@ class Runner:
                     extra += " -- INCOMPLETE (timeout)"
                 if r["other_spark_jvms"]:
                     extra += " -- shared the CPU with another Spark JVM"
-                log(f"  run {rep + 1}/{self.a.repeat} {'plain ' + side if kind == 'plain' else b.name}: "
-                    f"{r['seconds']:.2f} s, {r['events_per_s']:,.0f} events/s, peak RSS {r['peak_rss_mb']:,.0f} MB{extra}")
+                log(
+                    f"  run {rep + 1}/{self.a.repeat} {'plain ' + side if kind == 'plain' else b.name}: "
+                    f"{r['seconds']:.2f} s, {r['events_per_s']:,.0f} events/s, "
+                    f"peak RSS {r['peak_rss_mb']:,.0f} MB{extra}"
+                )
         return {b.name: self.report(b, ds, plains, runs) for b in benches}
 
     def batch_rounds(self, order: list, ds: DataSet, loops: int, failed: set) -> dict:
@@ -569,7 +660,7 @@ class Runner:
         time is the mean of its rounds; its peak memory the highest."""
         per: dict[tuple, list] = {}
         for i in range(loops):
-            for kind, side, b in (order if i % 2 == 0 else order[::-1]):
+            for kind, side, b in order if i % 2 == 0 else order[::-1]:
                 key = _key(kind, side, b)
                 if key in failed:
                     continue
@@ -582,9 +673,15 @@ class Runner:
             if key in failed:
                 continue
             secs = statistics.mean(r["seconds"] for r in rs)
-            out[key] = {**rs[0], **{k: max(r[k] for r in rs) for k in rs[0] if k.startswith("peak_")},
-                        "rss_samples": sum(r.get("rss_samples", 0) for r in rs),
-                        "seconds": secs, "events_per_s": ds.records / secs, "loops": len(rs), "interleaved": True}
+            out[key] = {
+                **rs[0],
+                **{k: max(r[k] for r in rs) for k in rs[0] if k.startswith("peak_")},
+                "rss_samples": sum(r.get("rss_samples", 0) for r in rs),
+                "seconds": secs,
+                "events_per_s": ds.records / secs,
+                "loops": len(rs),
+                "interleaved": True,
+            }
         return out
 
     def failed(self, failed: set, key: tuple, b, side: str) -> None:
@@ -593,8 +690,17 @@ class Runner:
         log(f"  {b.name} / {side} FAILED:\n{self.errors[f'{b.name}/{side}']}")
 
     def report(self, bench, ds: DataSet, plains: list, runs: dict) -> dict:
-        out = {"name": bench.name, "mode": bench.mode, "what": bench.what, "data": str(ds.path.relative_to(ROOT)),
-               "records": ds.records, "spec": bench.spec, "group": bench.group, "plain": {}, "ok": False}
+        out = {
+            "name": bench.name,
+            "mode": bench.mode,
+            "what": bench.what,
+            "data": str(ds.path.relative_to(ROOT)),
+            "records": ds.records,
+            "spec": bench.spec,
+            "group": bench.group,
+            "plain": {},
+            "ok": False,
+        }
         for p in plains:
             rs = runs.get(("plain", p), [])
             if rs:
@@ -612,16 +718,22 @@ class Runner:
                 same = [p for p in plains if sums[p] == ref]
                 differ = [p for p in plains if sums[p] != ref]
                 ok = bool(same)
-                text = (f"{ref['rows']:,} rows, checksum {ref['chk']}, sum {next(iter(bench.aggs))} "
-                        f"{ref['agg']:,} from panes and plain {', '.join(same)}" if ok
-                        else f"DIFFERENT (rows, checksum, sum): {sums}")
+                text = (
+                    f"{ref['rows']:,} rows, checksum {ref['chk']}, sum {next(iter(bench.aggs))} "
+                    f"{ref['agg']:,} from panes and plain {', '.join(same)}"
+                    if ok
+                    else f"DIFFERENT (rows, checksum, sum): {sums}"
+                )
                 out["check"] = {"summaries": sums, "ok": ok, "text": text}
                 if differ:
                     # a plain formulation that computes something else is no baseline; say so loudly
-                    out["check"]["differing_formulations"] = {p: {"summary": sums[p], "diff": self.diff(bench, ds, p)}
-                                                              for p in differ}
-                    out["check"]["text"] += (f"; DIFFERS: plain {', '.join(differ)} "
-                                             f"({'; '.join(f'{p}: {sums[p]}' for p in differ)}), not used as baseline")
+                    out["check"]["differing_formulations"] = {
+                        p: {"summary": sums[p], "diff": self.diff(bench, ds, p)} for p in differ
+                    }
+                    out["check"]["text"] += (
+                        f"; DIFFERS: plain {', '.join(differ)} "
+                        f"({'; '.join(f'{p}: {sums[p]}' for p in differ)}), not used as baseline"
+                    )
                     eligible = [p for p in eligible if p in same] or eligible
             except Exception:
                 self.errors[f"{bench.name}/check"] = traceback.format_exc()
@@ -640,11 +752,13 @@ class Runner:
         if "ratio" not in out:
             log(f"  {bench.name}: FAILED (no ratio: a side failed, see the errors)")
             return out
-        log(f"  {bench.name}: ratio {out['ratio']:.3f} "
+        log(
+            f"  {bench.name}: ratio {out['ratio']:.3f} "
             f"(panes {out.get('panes', {}).get('events_per_s', 0):,.0f} / plain {out.get('baseline')} "
             f"{out['plain'].get(out.get('baseline'), {}).get('events_per_s', 0):,.0f} events/s); "
             f"check {'OK' if c.get('ok') else 'MISMATCH'}: {c.get('text', '')}; panes plan: "
-            f"{(out.get('plan') or '?').split(' (')[0]}")
+            f"{(out.get('plan') or '?').split(' (')[0]}"
+        )
         if bench.state_series and pr:
             out["state_series"] = state_series(runs, plains, bench)
         return out
@@ -653,8 +767,10 @@ class Runner:
         """Rows on one side only (a few), to see what differs."""
         a = batch_frame(self.spark, bench, ds, plain)
         b = batch_frame(self.spark, bench, ds, "panes").select(*a.columns)
-        return {"only_plain": [r.asDict() for r in a.exceptAll(b).limit(5).collect()],
-                "only_panes": [r.asDict() for r in b.exceptAll(a).limit(5).collect()]}
+        return {
+            "only_plain": [r.asDict() for r in a.exceptAll(b).limit(5).collect()],
+            "only_panes": [r.asDict() for r in b.exceptAll(a).limit(5).collect()],
+        }
 
 
 def _key(kind: str, side: str, b) -> tuple:
@@ -666,14 +782,19 @@ def _side(rs: list[dict], records: int) -> dict:
     secs = [r["seconds"] for r in rs]
     med = statistics.median(secs)
     keep = ("summary", "dead_letters", "micro_batches", "data_batches", "finished", "closed_all_windows", "loops")
-    return {"events_per_s": records / med, "median_s": med, "seconds": [round(s, 3) for s in secs],
-            "peak_rss_mb": max(r["peak_rss_mb"] for r in rs),
-            "peak_jvm_rss_mb": max(r["peak_jvm_rss_mb"] for r in rs),
-            "peak_python_workers_rss_mb": max(r["peak_python_workers_rss_mb"] for r in rs),
-            "other_spark_jvms": max(r.get("other_spark_jvms", 0) for r in rs),
-            "runs": [{k: r.get(k) for k in keep + ("seconds", "peak_rss_mb", "start_rss_mb", "input_rows")
-                      if k in r} for r in rs],
-            "progress_last_run": rs[-1].get("progress")}
+    return {
+        "events_per_s": records / med,
+        "median_s": med,
+        "seconds": [round(s, 3) for s in secs],
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in rs),
+        "peak_jvm_rss_mb": max(r["peak_jvm_rss_mb"] for r in rs),
+        "peak_python_workers_rss_mb": max(r["peak_python_workers_rss_mb"] for r in rs),
+        "other_spark_jvms": max(r.get("other_spark_jvms", 0) for r in rs),
+        "runs": [
+            {k: r.get(k) for k in keep + ("seconds", "peak_rss_mb", "start_rss_mb", "input_rows") if k in r} for r in rs
+        ],
+        "progress_last_run": rs[-1].get("progress"),
+    }
 
 
 def target_of(bench) -> float | None:
@@ -681,15 +802,19 @@ def target_of(bench) -> float | None:
         return None
     if bench.final_only:
         return TARGETS["early"]
-    if bench.mode == "batch" and bench.name in ("hopping_gaps_batch", "sessions_batch", "sliding_batch",
-                                                 "global_batch"):
+    if bench.mode == "batch" and bench.name in (
+        "hopping_gaps_batch",
+        "sessions_batch",
+        "sliding_batch",
+        "global_batch",
+    ):
         return TARGETS["batch_window"]
     return TARGETS["default"]
 
 
 def stream_check(bench, runs: dict, plains: list, ds: DataSet) -> dict:
     """Every run of every side emitted the same final rows (count and checksum)."""
-    seen = {}
+    seen: dict[str, list[tuple[int, int, int]]] = {}
     for (who, side), rs in runs.items():
         if who not in ("plain", bench.name):
             continue
@@ -700,18 +825,30 @@ def stream_check(bench, runs: dict, plains: list, ds: DataSet) -> dict:
         return {"ok": False, "text": "no runs"}
     if bench.time == "processing":
         # windows depend on when each micro-batch ran: only the totals can agree
-        ok = all(agg == ds.records for v in seen.values() for _, _, agg in v) and \
-            all(r.get("closed_all_windows") for rs in runs.values() for r in rs)
-        return {"ok": ok, "runs": seen,
-                "text": "sum of bid_count = input bids on every run of both sides (windows differ: processing time)"
-                if ok else f"sum of bid_count differs from {ds.records:,} input bids: {seen}"}
+        ok = all(agg == ds.records for v in seen.values() for _, _, agg in v) and all(
+            r.get("closed_all_windows") for rs in runs.values() for r in rs
+        )
+        return {
+            "ok": ok,
+            "runs": seen,
+            "text": "sum of bid_count = input bids on every run of both sides (windows differ: processing time)"
+            if ok
+            else f"sum of bid_count differs from {ds.records:,} input bids: {seen}",
+        }
     distinct = {v for vs in seen.values() for v in vs}
-    dead = [r.get("dead_letters", 0) for (who, side), rs in runs.items() if side == "panes" and who == bench.name
-            for r in rs]
+    dead = [
+        r.get("dead_letters", 0)
+        for (who, side), rs in runs.items()
+        if side == "panes" and who == bench.name
+        for r in rs
+    ]
     ok = len(distinct) == 1
     rows, chk, agg = next(iter(distinct))
-    text = (f"{rows:,} rows, checksum {chk}, sum {next(iter(bench.aggs))} {agg:,} on every run of both sides"
-            if ok else f"DIFFERENT results (rows, checksum, sum): {seen}")
+    text = (
+        f"{rows:,} rows, checksum {chk}, sum {next(iter(bench.aggs))} {agg:,} on every run of both sides"
+        if ok
+        else f"DIFFERENT results (rows, checksum, sum): {seen}"
+    )
     if bench.final_only:
         text = "final panes (is_last, not retractions): " + text
     if dead and any(dead):
@@ -729,10 +866,21 @@ def state_series(runs: dict, plains: list, bench) -> dict:
         rows = []
         native = {s["batch"]: s for s in r.get("native_state", [])}
         for p in r.get("progress") or []:
-            row = {k: p.get(k) for k in ("batch", "input_rows", "source_offset", "watermark", "state_rows",
-                                         "state_memory_bytes",
-                                         "rocksdbSstFileSize", "rocksdbTotalBytesWritten",
-                                         "rows_dropped_by_watermark") if p.get(k) is not None}
+            row = {
+                k: p.get(k)
+                for k in (
+                    "batch",
+                    "input_rows",
+                    "source_offset",
+                    "watermark",
+                    "state_rows",
+                    "state_memory_bytes",
+                    "rocksdbSstFileSize",
+                    "rocksdbTotalBytesWritten",
+                    "rows_dropped_by_watermark",
+                )
+                if p.get(k) is not None
+            }
             if p["batch"] in native:
                 row.update({k: v for k, v in native[p["batch"]].items() if k != "batch"})
             rows.append(row)
@@ -747,9 +895,8 @@ def flat_verdict(rows: list[dict], metric: str) -> dict | None:
     if len(vals) < 6:
         return None
     n = len(vals)
-    mid, last = max(vals[n // 3: 2 * n // 3]), max(vals[2 * n // 3:])
-    return {"metric": metric, "middle_third_max": mid, "last_third_max": last,
-            "flat": last <= 1.25 * max(mid, 1)}
+    mid, last = max(vals[n // 3 : 2 * n // 3]), max(vals[2 * n // 3 :])
+    return {"metric": metric, "middle_third_max": mid, "last_third_max": last, "flat": last <= 1.25 * max(mid, 1)}
 
 
 # -- report ---------------------------------------------------------------------------------------------------
@@ -757,10 +904,16 @@ def flat_verdict(rows: list[dict], metric: str) -> dict | None:
 
 def print_state_table(name: str, series: dict) -> None:
     print(f"\n-- {name}: state after each micro-batch (last run of each side) --")
-    cols = [("batch", "batch"), ("source_offset", "files offset"), ("state_rows", "state rows"),
-            ("state_memory_bytes", "state mem B"), ("rocksdbSstFileSize", "SST B"),
-            ("state_dir_rows", "panes_native rows"), ("state_dir_bytes", "panes_native B"),
-            ("watermark", "watermark")]
+    cols = [
+        ("batch", "batch"),
+        ("source_offset", "files offset"),
+        ("state_rows", "state rows"),
+        ("state_memory_bytes", "state mem B"),
+        ("rocksdbSstFileSize", "SST B"),
+        ("state_dir_rows", "panes_native rows"),
+        ("state_dir_bytes", "panes_native B"),
+        ("watermark", "watermark"),
+    ]
     for side, rows in series.items():
         present = [(k, h) for k, h in cols if any(k in r for r in rows)]
         print(f"{side}:")
@@ -771,8 +924,10 @@ def print_state_table(name: str, series: dict) -> None:
 
 def print_summary(results: dict) -> None:
     print()
-    print(f"{'benchmark':<42}{'panes ev/s':>13}{'plain ev/s':>13}  {'baseline':<26}{'ratio':>7}{'target':>8}"
-          f"{'peak MB panes/plain':>21}  check")
+    print(
+        f"{'benchmark':<42}{'panes ev/s':>13}{'plain ev/s':>13}  {'baseline':<26}{'ratio':>7}{'target':>8}"
+        f"{'peak MB panes/plain':>21}  check"
+    )
     for name, r in results.items():
         if "ratio" not in r:
             print(f"{name:<42}  (failed: see errors)")
@@ -781,8 +936,10 @@ def print_summary(results: dict) -> None:
         t = r.get("target")
         tgt = "" if t is None else (f"{t:.1f} " + ("ok" if r["ratio"] >= t else "NO"))
         mem = f"{r['panes']['peak_rss_mb']:,.0f}/{base['peak_rss_mb']:,.0f}"
-        print(f"{name:<42}{r['panes']['events_per_s']:>13,.0f}{base['events_per_s']:>13,.0f}  {r['baseline']:<26}"
-              f"{r['ratio']:>7.3f}{tgt:>8}{mem:>21}  {'OK' if r['check'].get('ok') else 'MISMATCH'}")
+        print(
+            f"{name:<42}{r['panes']['events_per_s']:>13,.0f}{base['events_per_s']:>13,.0f}  {r['baseline']:<26}"
+            f"{r['ratio']:>7.3f}{tgt:>8}{mem:>21}  {'OK' if r['check'].get('ok') else 'MISMATCH'}"
+        )
 
 
 def main(argv=None) -> int:
@@ -790,26 +947,43 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small data, one run each (make bench-quick)")
-    ap.add_argument("--repeat", type=int, default=None, help="timed runs per side; the median counts "
-                    "(default 3; --quick 1)")
-    ap.add_argument("--only", nargs="+", default=None, metavar="NAME",
-                    help="benchmarks to run: names or shell patterns (e.g. 'nexmark_*'); their group's "
-                         "plain runs come along")
+    ap.add_argument(
+        "--repeat", type=int, default=None, help="timed runs per side; the median counts (default 3; --quick 1)"
+    )
+    ap.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="benchmarks to run: names or shell patterns (e.g. 'nexmark_*'); their group's plain runs come along",
+    )
     ap.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     ap.add_argument("--events", type=int, help="records of each tumbling data set (default 2,000,000; quick 200,000)")
     ap.add_argument("--bids", type=int, help="Nexmark bids (default 5,000,000; quick 200,000)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds before a streaming run is stopped")
-    ap.add_argument("--wait-idle", type=float, default=None,
-                    help="before each measurement, wait up to this many seconds for other Spark JVMs on "
-                         "the machine to end (default 120; --quick 20); a run that shared the CPU is flagged")
-    ap.add_argument("--warmup", choices=("each", "first", "none"), default=None,
-                    help="untimed warm-up runs: before each benchmark group (default), only before the "
-                         "first streaming and the first batch group (--quick's default), or none")
+    ap.add_argument(
+        "--wait-idle",
+        type=float,
+        default=None,
+        help="before each measurement, wait up to this many seconds for other Spark JVMs on "
+        "the machine to end (default 120; --quick 20); a run that shared the CPU is flagged",
+    )
+    ap.add_argument(
+        "--warmup",
+        choices=("each", "first", "none"),
+        default=None,
+        help="untimed warm-up runs: before each benchmark group (default), only before the "
+        "first streaming and the first batch group (--quick's default), or none",
+    )
     ap.add_argument("--no-warmup", action="store_true", help="the same as --warmup none")
-    ap.add_argument("--batch-seconds", type=float, default=None,
-                    help="a timed batch run executes each side's query several times, interleaved, as "
-                         "many as make this many seconds by the group's warm-up, and counts the mean "
-                         "(default 5; --quick 0: once)")
+    ap.add_argument(
+        "--batch-seconds",
+        type=float,
+        default=None,
+        help="a timed batch run executes each side's query several times, interleaved, as "
+        "many as make this many seconds by the group's warm-up, and counts the mean "
+        "(default 5; --quick 0: once)",
+    )
     ap.add_argument("--out", default=str(RESULTS / "latest.json"), help="the figures (JSON)")
     a = ap.parse_args(argv)
     size_name = "quick" if a.quick else "full"
@@ -839,10 +1013,12 @@ def main(argv=None) -> int:
     for b in chosen:
         groups.setdefault(b.group, []).append(b)
 
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     t_start = time.perf_counter()
-    log(f"panes benchmark suite ({size_name}): {len(chosen)} benchmarks in {len(groups)} groups, "
-        f"repeat {a.repeat}, warm-up {a.warmup}; sizes {size}")
+    log(
+        f"panes benchmark suite ({size_name}): {len(chosen)} benchmarks in {len(groups)} groups, "
+        f"repeat {a.repeat}, warm-up {a.warmup}; sizes {size}"
+    )
     spark = start_spark()
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "1000")
     runner = Runner(spark, a, size)
@@ -862,13 +1038,20 @@ def main(argv=None) -> int:
             print_state_table(name, r["state_series"])
             verdicts = {}
             for side, rows in r["state_series"].items():
-                for metric in ("state_rows", "state_memory_bytes", "rocksdbSstFileSize", "state_dir_rows",
-                               "state_dir_bytes"):
+                for metric in (
+                    "state_rows",
+                    "state_memory_bytes",
+                    "rocksdbSstFileSize",
+                    "state_dir_rows",
+                    "state_dir_bytes",
+                ):
                     v = flat_verdict(rows, metric)
                     if v:
                         verdicts[f"{side}:{metric}"] = v
-                        print(f"{side} {metric}: middle third max {v['middle_third_max']:,}, last third max "
-                              f"{v['last_third_max']:,} -> {'FLAT' if v['flat'] else 'GROWING'}")
+                        print(
+                            f"{side} {metric}: middle third max {v['middle_third_max']:,}, last third max "
+                            f"{v['last_third_max']:,} -> {'FLAT' if v['flat'] else 'GROWING'}"
+                        )
             r["state_flat"] = verdicts
             state_file = Path(a.out).with_name("state_bounded.json")
             saved = {}
@@ -877,27 +1060,42 @@ def main(argv=None) -> int:
                     saved = json.loads(state_file.read_text()).get("benchmarks", {})
                 except ValueError:
                     saved = {}
-            saved[name] = {"spec": r["spec"], "plan": r.get("plan"), "data": r["data"], "records": r["records"],
-                           "series": r["state_series"], "flat": verdicts}
-            write_json(state_file, {"command": command_line(), "started_utc": started.isoformat(timespec="seconds"),
-                                    "benchmarks": saved})
+            saved[name] = {
+                "spec": r["spec"],
+                "plan": r.get("plan"),
+                "data": r["data"],
+                "records": r["records"],
+                "series": r["state_series"],
+                "flat": verdicts,
+            }
+            write_json(
+                state_file,
+                {"command": command_line(), "started_utc": started.isoformat(timespec="seconds"), "benchmarks": saved},
+            )
     mismatches = [n for n, r in results.items() if not r.get("check", {}).get("ok")]
     for n in mismatches:
         print(f"!!! MISMATCH in {n}: {results[n].get('check', {}).get('text', 'no check')}")
     for n, r in results.items():
         for p, d in (r.get("check", {}).get("differing_formulations") or {}).items():
-            print(f"!!! {n}: plain formulation {p} computes something else than panes (and than the baseline "
-                  f"{r.get('baseline')}): {d['summary']} vs {r['check']['summaries']['panes']}; rows only in "
-                  f"{p}: {d['diff']['only_plain'][:2]}, only in panes: {d['diff']['only_panes'][:2]}")
+            print(
+                f"!!! {n}: plain formulation {p} computes something else than panes (and than the baseline "
+                f"{r.get('baseline')}): {d['summary']} vs {r['check']['summaries']['panes']}; rows only in "
+                f"{p}: {d['diff']['only_plain'][:2]}, only in panes: {d['diff']['only_panes'][:2]}"
+            )
     if runner.errors:
         print(f"ERRORS in: {', '.join(runner.errors)} (tracebacks above and in the details file)")
     elapsed = time.perf_counter() - t_start
     print(f"\nsuite ({size_name}) took {elapsed / 60:.1f} min")
 
-    figures = {n: {"events_per_s": round(r["panes"]["events_per_s"], 1),
-                   "baseline_events_per_s": round(r["plain"][r["baseline"]]["events_per_s"], 1),
-                   "ratio": round(r["ratio"], 4)}
-               for n, r in results.items() if "ratio" in r}
+    figures = {
+        n: {
+            "events_per_s": round(r["panes"]["events_per_s"], 1),
+            "baseline_events_per_s": round(r["plain"][r["baseline"]]["events_per_s"], 1),
+            "ratio": round(r["ratio"], 4),
+        }
+        for n, r in results.items()
+        if "ratio" in r
+    }
     out = Path(a.out)
     if a.only:
         merge_figures(out, figures)
@@ -906,11 +1104,21 @@ def main(argv=None) -> int:
         write_json(out, figures)
         write_json(out.with_name(f"suite-{size_name}.json"), figures)
     details = {
-        "command": command_line(), "started_utc": started.isoformat(timespec="seconds"),
-        "elapsed_s": round(elapsed, 1), "size": size_name, "params": size, "repeat": a.repeat,
-        "spark": {"version": spark.version, "master": spark.sparkContext.master,
-                  "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions")},
-        "machine": machine(), "figures": figures, "results": results, "errors": runner.errors,
+        "command": command_line(),
+        "started_utc": started.isoformat(timespec="seconds"),
+        "elapsed_s": round(elapsed, 1),
+        "size": size_name,
+        "params": size,
+        "repeat": a.repeat,
+        "spark": {
+            "version": spark.version,
+            "master": spark.sparkContext.master,
+            "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+        },
+        "machine": machine(),
+        "figures": figures,
+        "results": results,
+        "errors": runner.errors,
         "mismatches": mismatches,
     }
     details_path = out.with_name(out.stem + "_details.json")

@@ -10,8 +10,8 @@ append mode).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -41,6 +41,7 @@ def _out(key: list[str], start: Column, end: Column, names: list[str]) -> list[C
 def by_window(key, ts, size, slide=None, delay=None):
     """groupBy(key, window(ts, size[, slide])): Spark's own window() (tumbling: a projection;
     sliding: an Expand). ``delay``: streaming, withWatermark(ts, delay) first, append mode."""
+
     def build(df: DataFrame, aggs: Aggs) -> DataFrame:
         names = list(aggs)
         if delay is not None:
@@ -48,6 +49,7 @@ def by_window(key, ts, size, slide=None, delay=None):
         w = F.window(ts, f"{size} milliseconds", f"{slide or size} milliseconds").alias("w")
         g = df.groupBy(*key, w).agg(*_agg(aggs))
         return g.select(*_out(key, F.col("w.start"), F.col("w.end"), names))
+
     return build
 
 
@@ -70,14 +72,17 @@ def by_start(key, ts, size, hop=None):
             if hop > size:
                 df = df.filter(t - F.col("__s") < F.lit(size))
         g = df.groupBy(*key, "__s").agg(*_agg(aggs))
-        return g.select(*_out(key, F.timestamp_millis(F.col("__s")),
-                              F.timestamp_millis(F.col("__s") + F.lit(size)), names))
+        return g.select(
+            *_out(key, F.timestamp_millis(F.col("__s")), F.timestamp_millis(F.col("__s") + F.lit(size)), names)
+        )
+
     return build
 
 
 def window_gaps(key, ts, size, hop):
     """Hopping windows with gaps (hop > size), which window() refuses: tumbling window(ts, hop),
     keep the rows with ts < start + size, group."""
+
     def build(df: DataFrame, aggs: Aggs) -> DataFrame:
         names = list(aggs)
         w = F.window(ts, f"{hop} milliseconds")
@@ -85,17 +90,20 @@ def window_gaps(key, ts, size, hop):
         g = df.groupBy(*key, "w").agg(*_agg(aggs))
         end = F.timestamp_millis(F.unix_millis(F.col("w.start")) + F.lit(size))
         return g.select(*_out(key, F.col("w.start"), end, names))
+
     return build
 
 
 def by_session_window(key, ts, gap, delay=None):
     """groupBy(key, session_window(ts, gap)) (streaming: withWatermark first, append mode)."""
+
     def build(df: DataFrame, aggs: Aggs) -> DataFrame:
         names = list(aggs)
         if delay is not None:
             df = df.withWatermark(ts, delay)
         g = df.groupBy(*key, F.session_window(ts, f"{gap} milliseconds").alias("w")).agg(*_agg(aggs))
         return g.select(*_out(key, F.col("w.start"), F.col("w.end"), names))
+
     return build
 
 
@@ -103,6 +111,7 @@ def by_session_lag(key, ts, gap):
     """Batch sessions with window functions: over partitionBy(key).orderBy(ts), a row starts a
     session when the previous row of its key is gap or more before it; a running sum of those
     starts numbers the sessions; group by (key, number). One sort, no further shuffle."""
+
     def build(df: DataFrame, aggs: Aggs) -> DataFrame:
         names = list(aggs)
         t = _ms(ts)
@@ -112,8 +121,10 @@ def by_session_lag(key, ts, gap):
         new = F.when(prev.isNull() | (F.col("__t") - prev >= F.lit(gap)), 1).otherwise(0)
         df = df.withColumn("__sid", F.sum(new).over(order.rowsBetween(Window.unboundedPreceding, 0)))
         g = df.groupBy(*key, "__sid").agg(F.min("__t").alias("__lo"), F.max("__t").alias("__hi"), *_agg(aggs))
-        return g.select(*_out(key, F.timestamp_millis(F.col("__lo")),
-                              F.timestamp_millis(F.col("__hi") + F.lit(gap)), names))
+        return g.select(
+            *_out(key, F.timestamp_millis(F.col("__lo")), F.timestamp_millis(F.col("__hi") + F.lit(gap)), names)
+        )
+
     return build
 
 
@@ -123,25 +134,31 @@ def by_session_buckets(key, ts, gap, merge: dict[str, Callable[[str], Column]]):
     map-side); then number the sessions over each key's buckets in time order (a bucket starts one
     when it begins a gap or more after the previous one's last row) and merge the buckets'
     aggregates per (key, number) with ``merge`` (name -> merge of that column's partials)."""
+
     def build(df: DataFrame, aggs: Aggs) -> DataFrame:
         names = list(aggs)
         t = _ms(ts)
         b = df.groupBy(*key, (t - F.pmod(t, F.lit(gap))).alias("__b")).agg(
-            F.min(t).alias("__lo"), F.max(t).alias("__hi"), *_agg(aggs))
+            F.min(t).alias("__lo"), F.max(t).alias("__hi"), *_agg(aggs)
+        )
         order = Window.partitionBy(*key).orderBy("__lo")
         prev = F.lag("__hi").over(order)
         new = F.when(prev.isNull() | (F.col("__lo") - prev >= F.lit(gap)), 1).otherwise(0)
         b = b.withColumn("__sid", F.sum(new).over(order.rowsBetween(Window.unboundedPreceding, 0)))
-        g = b.groupBy(*key, "__sid").agg(F.min("__lo").alias("__lo"), F.max("__hi").alias("__hi"),
-                                         *[merge[n](n).alias(n) for n in names])
-        return g.select(*_out(key, F.timestamp_millis(F.col("__lo")),
-                              F.timestamp_millis(F.col("__hi") + F.lit(gap)), names))
+        g = b.groupBy(*key, "__sid").agg(
+            F.min("__lo").alias("__lo"), F.max("__hi").alias("__hi"), *[merge[n](n).alias(n) for n in names]
+        )
+        return g.select(
+            *_out(key, F.timestamp_millis(F.col("__lo")), F.timestamp_millis(F.col("__hi") + F.lit(gap)), names)
+        )
+
     return build
 
 
 def by_key(key, ts=None):
     """The global window: groupBy(key); with ``ts``, of the rows that have an event time (as
     Spark's window() and session_window() drop the rows without one, and panes dead-letters them)."""
+
     def build(df: DataFrame, aggs: Aggs) -> DataFrame:
         names = list(aggs)
         if ts is not None:
@@ -149,6 +166,7 @@ def by_key(key, ts=None):
         g = df.groupBy(*key).agg(*_agg(aggs))
         none = F.lit(None).cast("timestamp")
         return g.select(*_out(key, none, none, names))
+
     return build
 
 
@@ -161,6 +179,7 @@ def sliding_frames(key, ts, d, dedupe: str):
     the same time give the same left window; a right window equal to a later record's left window).
     ``dedupe="filter"``: the same windows without the extra shuffle: one row per distinct time
     (lag), and a right window only when no record sits exactly at t + d + 1."""
+
     def build(df: DataFrame, aggs: Aggs) -> DataFrame:
         names = list(aggs)
         order = Window.partitionBy(*key).orderBy("__t")
@@ -172,33 +191,45 @@ def sliding_frames(key, ts, d, dedupe: str):
         extra = [F.count(F.lit(1)).over(frames["r"]).alias("__nr")]
         if dedupe == "filter":
             prev = F.lag("__t").over(order)
-            extra += [(prev.isNull() | (prev != F.col("__t"))).alias("__first"),
-                      F.count(F.lit(1)).over(order.rangeBetween(d + 1, d + 1)).alias("__nend")]
+            extra += [
+                (prev.isNull() | (prev != F.col("__t"))).alias("__first"),
+                F.count(F.lit(1)).over(order.rangeBetween(d + 1, d + 1)).alias("__nend"),
+            ]
         framed = base.select(*key, "__t", *cols, *extra)
         right_ok = F.col("__nr") > 0
         if dedupe == "filter":
             framed = framed.filter("__first")
             right_ok = right_ok & (F.col("__nend") == 0)
-        left = framed.select(*key, (F.col("__t") - d).alias("__lo"), F.col("__t").alias("__hi"),
-                             *[F.col(f"{n}_l").alias(n) for n in names])
-        right = framed.filter(right_ok).select(*key, (F.col("__t") + 1).alias("__lo"),
-                                               (F.col("__t") + d + 1).alias("__hi"),
-                                               *[F.col(f"{n}_r").alias(n) for n in names])
+        left = framed.select(
+            *key,
+            (F.col("__t") - d).alias("__lo"),
+            F.col("__t").alias("__hi"),
+            *[F.col(f"{n}_l").alias(n) for n in names],
+        )
+        right = framed.filter(right_ok).select(
+            *key,
+            (F.col("__t") + 1).alias("__lo"),
+            (F.col("__t") + d + 1).alias("__hi"),
+            *[F.col(f"{n}_r").alias(n) for n in names],
+        )
         both = left.unionByName(right)
         if dedupe == "drop_duplicates":
             both = both.dropDuplicates([*key, "__lo", "__hi"])
         return both.select(*_out(key, F.timestamp_millis(F.col("__lo")), F.timestamp_millis(F.col("__hi")), names))
+
     return build
 
 
 def proc_time_window(key, size):
     """Nexmark q12 in plain Spark: the processing time as a column (current_timestamp(), the
     micro-batch's time), a watermark on it, groupBy(key, window(p_time, size)), append mode."""
+
     def build(df: DataFrame, aggs: Aggs) -> DataFrame:
         names = list(aggs)
         df = df.withColumn("p_time", F.current_timestamp()).withWatermark("p_time", "0 seconds")
         g = df.groupBy(*key, F.window("p_time", f"{size} milliseconds").alias("w")).agg(*_agg(aggs))
         return g.select(*_out(key, F.col("w.start"), F.col("w.end"), names))
+
     return build
 
 
@@ -210,18 +241,25 @@ def q5_stage2(counts: DataFrame, source: DataFrame | None = None) -> DataFrame:
     count per window joined back to the counts. Works per micro-batch too: a window's counts are
     all emitted in the same micro-batch (when it closes)."""
     top = counts.groupBy("window_start", "window_end").agg(F.max("num").alias("__maxn"))
-    return (counts.join(top, ["window_start", "window_end"]).filter(F.col("num") >= F.col("__maxn"))
-            .select("auction", "window_start", "window_end", "num"))
+    return (
+        counts.join(top, ["window_start", "window_end"])
+        .filter(F.col("num") >= F.col("__maxn"))
+        .select("auction", "window_start", "window_end", "num")
+    )
 
 
 def q7_stage2(maxes: DataFrame, source: DataFrame) -> DataFrame:
     """q7's second stage: the bids carrying the window's highest price (ties kept), the maximum per
     window joined back to the bids of that window ([start, end), as NEXMARK.md's Spark version)."""
     t = F.unix_millis("dateTime")
-    bids = source.select("auction", "bidder", "price",
-                         F.timestamp_millis(t - F.pmod(t, F.lit(10 * SECOND))).alias("window_start"))
-    return (bids.join(maxes, ["window_start"]).filter(F.col("price") == F.col("maxprice"))
-            .select("auction", "bidder", "window_start", "window_end", "maxprice"))
+    bids = source.select(
+        "auction", "bidder", "price", F.timestamp_millis(t - F.pmod(t, F.lit(10 * SECOND))).alias("window_start")
+    )
+    return (
+        bids.join(maxes, ["window_start"])
+        .filter(F.col("price") == F.col("maxprice"))
+        .select("auction", "bidder", "window_start", "window_end", "maxprice")
+    )
 
 
 # -- aggregates ----------------------------------------------------------------------------------------
@@ -249,23 +287,23 @@ AGG_SPECS = {  # panes aggregates matching the builders above
 @dataclass
 class Bench:
     name: str
-    mode: str                       # "stream" | "batch"
-    data: str                       # data set id (suite.DataSets)
-    spec: dict                      # the panes spec
+    mode: str  # "stream" | "batch"
+    data: str  # data set id (suite.DataSets)
+    spec: dict  # the panes spec
     key: list[str]
-    aggs: Aggs                      # output name -> aggregate (plain side)
-    plains: dict[str, Callable]     # label -> build(df, aggs) (a plain formulation)
-    group: str = ""                 # benchmarks of one group share their plain runs (same data and baseline)
-    what: str = ""                  # one line for the report
-    time: str = "event"             # "event" | "processing" (q12)
-    final_only: bool = False        # compare only the final panes (early firings, retractions)
-    state_series: bool = False      # record the state size per micro-batch
+    aggs: Aggs  # output name -> aggregate (plain side)
+    plains: dict[str, Callable]  # label -> build(df, aggs) (a plain formulation)
+    group: str = ""  # benchmarks of one group share their plain runs (same data and baseline)
+    what: str = ""  # one line for the report
+    time: str = "event"  # "event" | "processing" (q12)
+    final_only: bool = False  # compare only the final panes (early firings, retractions)
+    state_series: bool = False  # record the state size per micro-batch
     files_per_trigger: int | None = None
     #: a second stage applied to both sides' windowed result (``stage2(result, source)``), e.g.
     #: Nexmark's max per window; ``out_key`` are then the key columns of its rows
     stage2: Callable | None = None
     out_key: list[str] | None = None
-    plan: str = "auto"              # panes.window(..., plan=): "auto", or force "stateful"
+    plan: str = "auto"  # panes.window(..., plan=): "auto", or force "stateful"
 
     def __post_init__(self):
         self.group = self.group or self.name
@@ -280,37 +318,82 @@ def benchmarks(keys_list=(1_000, 10_000, 100_000)) -> list[Bench]:
     ev_key, ev_ts = ["key"], "ts"
     for keys in keys_list:
         data = f"events_{keys}"
-        spec = {"event_time": "ts", "key": ["key"], "window": {"tumbling": {"size": "1 minute"}},
-                "aggregates": AGG_SPECS["count_sum"]}
+        spec = {
+            "event_time": "ts",
+            "key": ["key"],
+            "window": {"tumbling": {"size": "1 minute"}},
+            "aggregates": AGG_SPECS["count_sum"],
+        }
         label = f"tumbling_{human(keys)}_keys"
-        out.append(Bench(f"{label}_stream", "stream", data, spec, ev_key, COUNT_SUM,
-                         {"window": by_window(ev_key, ev_ts, MINUTE, delay="0 seconds")},
-                         what=f"tumbling 1 min count+sum, {human(keys)} keys, default trigger"))
+        out.append(
+            Bench(
+                f"{label}_stream",
+                "stream",
+                data,
+                spec,
+                ev_key,
+                COUNT_SUM,
+                {"window": by_window(ev_key, ev_ts, MINUTE, delay="0 seconds")},
+                what=f"tumbling 1 min count+sum, {human(keys)} keys, default trigger",
+            )
+        )
         if keys == 10_000:
             early = dict(spec, trigger={"after_watermark": {"early": {"count": 1}}})
-            out.append(Bench(f"{label}_stream_early_firings", "stream", data, early, ev_key, COUNT_SUM,
-                             {"window": by_window(ev_key, ev_ts, MINUTE, delay="0 seconds")},
-                             group=f"{label}_stream", final_only=True,
-                             what="early firings {count: 1}, accumulating, vs plain default trigger"))
-            out.append(Bench(f"{label}_stream_retracting", "stream", data, dict(early, accumulation="retracting"),
-                             ev_key, COUNT_SUM,
-                             {"window": by_window(ev_key, ev_ts, MINUTE, delay="0 seconds")},
-                             group=f"{label}_stream", final_only=True,
-                             what="early firings {count: 1}, retracting, vs plain default trigger"))
-        out.append(Bench(f"{label}_batch", "batch", data, spec, ev_key, COUNT_SUM,
-                         {"window": by_window(ev_key, ev_ts, MINUTE), "start_long": by_start(ev_key, ev_ts, MINUTE)},
-                         what=f"tumbling 1 min count+sum, {human(keys)} keys"))
+            variants = (
+                ("early_firings", early, "accumulating"),
+                ("retracting", dict(early, accumulation="retracting"), "retracting"),
+            )
+            for suffix, variant, accumulation in variants:
+                out.append(
+                    Bench(
+                        f"{label}_stream_{suffix}",
+                        "stream",
+                        data,
+                        variant,
+                        ev_key,
+                        COUNT_SUM,
+                        {"window": by_window(ev_key, ev_ts, MINUTE, delay="0 seconds")},
+                        group=f"{label}_stream",
+                        final_only=True,
+                        what=f"early firings {{count: 1}}, {accumulation}, vs plain default trigger",
+                    )
+                )
+        out.append(
+            Bench(
+                f"{label}_batch",
+                "batch",
+                data,
+                spec,
+                ev_key,
+                COUNT_SUM,
+                {"window": by_window(ev_key, ev_ts, MINUTE), "start_long": by_start(ev_key, ev_ts, MINUTE)},
+                what=f"tumbling 1 min count+sum, {human(keys)} keys",
+            )
+        )
 
     # Nexmark (bid stream); watermark 4 s as Nexmark's source
     nx_ts = "dateTime"
-    q5 = {"event_time": nx_ts, "key": "auction", "window": {"hopping": {"size": "10 seconds", "hop": "2 seconds"}},
-          "watermark": {"max_delay": "4 seconds"}, "aggregates": {"num": {"count": "*"}}}
-    q7 = {"event_time": nx_ts, "window": {"tumbling": {"size": "10 seconds"}},
-          "watermark": {"max_delay": "4 seconds"}, "aggregates": {"maxprice": {"max": "price"}}}
-    q11 = {"event_time": nx_ts, "key": "bidder", "window": {"session": {"gap": "10 seconds"}},
-           "watermark": {"max_delay": "4 seconds"}, "aggregates": {"bid_count": {"count": "*"}}}
-    q12 = {"key": "bidder", "window": {"tumbling": {"size": "10 seconds"}},
-           "aggregates": {"bid_count": {"count": "*"}}}
+    q5 = {
+        "event_time": nx_ts,
+        "key": "auction",
+        "window": {"hopping": {"size": "10 seconds", "hop": "2 seconds"}},
+        "watermark": {"max_delay": "4 seconds"},
+        "aggregates": {"num": {"count": "*"}},
+    }
+    q7 = {
+        "event_time": nx_ts,
+        "window": {"tumbling": {"size": "10 seconds"}},
+        "watermark": {"max_delay": "4 seconds"},
+        "aggregates": {"maxprice": {"max": "price"}},
+    }
+    q11 = {
+        "event_time": nx_ts,
+        "key": "bidder",
+        "window": {"session": {"gap": "10 seconds"}},
+        "watermark": {"max_delay": "4 seconds"},
+        "aggregates": {"bid_count": {"count": "*"}},
+    }
+    q12 = {"key": "bidder", "window": {"tumbling": {"size": "10 seconds"}}, "aggregates": {"bid_count": {"count": "*"}}}
     for mode in ("stream", "batch"):
         delay = "4 seconds" if mode == "stream" else None
         plains5 = {"window": by_window(["auction"], nx_ts, 10 * SECOND, 2 * SECOND, delay=delay)}
@@ -321,68 +404,202 @@ def benchmarks(keys_list=(1_000, 10_000, 100_000)) -> list[Bench]:
             plains7["start_long"] = by_start([], nx_ts, 10 * SECOND)
             plains11["lag_running_sum"] = by_session_lag(["bidder"], nx_ts, 10 * SECOND)
             plains11["gap_buckets"] = by_session_buckets(["bidder"], nx_ts, 10 * SECOND, {"bid_count": F.sum})
-        out.append(Bench(f"nexmark_q5_{mode}", mode, "nexmark", q5, ["auction"], count_only("num"),
-                         plains5, what="q5 first stage: bids per auction, hopping 10 s / 2 s"))
-        out.append(Bench(f"nexmark_q7_{mode}", mode, "nexmark", q7, [], max_of("price", "maxprice"),
-                         plains7, what="q7 first stage: max price per tumbling 10 s window"))
-        out.append(Bench(f"nexmark_q11_{mode}", mode, "nexmark", q11, ["bidder"], count_only("bid_count"),
-                         plains11, what="q11: bids per bidder session, gap 10 s"))
+        out.append(
+            Bench(
+                f"nexmark_q5_{mode}",
+                mode,
+                "nexmark",
+                q5,
+                ["auction"],
+                count_only("num"),
+                plains5,
+                what="q5 first stage: bids per auction, hopping 10 s / 2 s",
+            )
+        )
+        out.append(
+            Bench(
+                f"nexmark_q7_{mode}",
+                mode,
+                "nexmark",
+                q7,
+                [],
+                max_of("price", "maxprice"),
+                plains7,
+                what="q7 first stage: max price per tumbling 10 s window",
+            )
+        )
+        out.append(
+            Bench(
+                f"nexmark_q11_{mode}",
+                mode,
+                "nexmark",
+                q11,
+                ["bidder"],
+                count_only("bid_count"),
+                plains11,
+                what="q11: bids per bidder session, gap 10 s",
+            )
+        )
     # the full q5 and q7: the second stage (max per window, joined back) on both sides' first stage;
     # q5 also streaming, the second stage run per micro-batch on the windows it closed
-    out.append(Bench("nexmark_q5_full_stream", "stream", "nexmark", q5, ["auction"], count_only("num"),
-                     {"window": by_window(["auction"], nx_ts, 10 * SECOND, 2 * SECOND, delay="4 seconds")},
-                     stage2=q5_stage2, what="q5 complete: hot items (stage 2 per micro-batch on the closed windows)"))
-    out.append(Bench("nexmark_q5_full_batch", "batch", "nexmark", q5, ["auction"], count_only("num"),
-                     {"window": by_window(["auction"], nx_ts, 10 * SECOND, 2 * SECOND),
-                      "explode_starts": by_start(["auction"], nx_ts, 10 * SECOND, 2 * SECOND)},
-                     stage2=q5_stage2, what="q5 complete: hot items per hopping window"))
-    out.append(Bench("nexmark_q7_full_batch", "batch", "nexmark", q7, [], max_of("price", "maxprice"),
-                     {"window": by_window([], nx_ts, 10 * SECOND), "start_long": by_start([], nx_ts, 10 * SECOND)},
-                     stage2=q7_stage2, out_key=["auction", "bidder"],
-                     what="q7 complete: the highest bids of each tumbling 10 s window"))
-    out.append(Bench("nexmark_q12_stream", "stream", "nexmark", q12, ["bidder"], count_only("bid_count"),
-                     {"window_current_timestamp": proc_time_window(["bidder"], 10 * SECOND)},
-                     time="processing",
-                     what="q12: bids per bidder per 10 s of processing time (panes: ingestion time)"))
+    out.append(
+        Bench(
+            "nexmark_q5_full_stream",
+            "stream",
+            "nexmark",
+            q5,
+            ["auction"],
+            count_only("num"),
+            {"window": by_window(["auction"], nx_ts, 10 * SECOND, 2 * SECOND, delay="4 seconds")},
+            stage2=q5_stage2,
+            what="q5 complete: hot items (stage 2 per micro-batch on the closed windows)",
+        )
+    )
+    out.append(
+        Bench(
+            "nexmark_q5_full_batch",
+            "batch",
+            "nexmark",
+            q5,
+            ["auction"],
+            count_only("num"),
+            {
+                "window": by_window(["auction"], nx_ts, 10 * SECOND, 2 * SECOND),
+                "explode_starts": by_start(["auction"], nx_ts, 10 * SECOND, 2 * SECOND),
+            },
+            stage2=q5_stage2,
+            what="q5 complete: hot items per hopping window",
+        )
+    )
+    out.append(
+        Bench(
+            "nexmark_q7_full_batch",
+            "batch",
+            "nexmark",
+            q7,
+            [],
+            max_of("price", "maxprice"),
+            {"window": by_window([], nx_ts, 10 * SECOND), "start_long": by_start([], nx_ts, 10 * SECOND)},
+            stage2=q7_stage2,
+            out_key=["auction", "bidder"],
+            what="q7 complete: the highest bids of each tumbling 10 s window",
+        )
+    )
+    out.append(
+        Bench(
+            "nexmark_q12_stream",
+            "stream",
+            "nexmark",
+            q12,
+            ["bidder"],
+            count_only("bid_count"),
+            {"window_current_timestamp": proc_time_window(["bidder"], 10 * SECOND)},
+            time="processing",
+            what="q12: bids per bidder per 10 s of processing time (panes: ingestion time)",
+        )
+    )
 
     # batch only: the other window types, on the 10k-keys events
     base = {"event_time": "ts", "key": ["key"], "aggregates": AGG_SPECS["count_sum"]}
-    out.append(Bench("hopping_gaps_batch", "batch", "events_10000",
-                     dict(base, window={"hopping": {"size": "10 seconds", "hop": "30 seconds"}}),
-                     ev_key, COUNT_SUM,
-                     {"window_filter": window_gaps(ev_key, ev_ts, 10 * SECOND, 30 * SECOND),
-                      "start_long": by_start(ev_key, ev_ts, 10 * SECOND, 30 * SECOND)},
-                     what="hopping 10 s every 30 s (gaps), count+sum per key"))
-    out.append(Bench("sessions_batch", "batch", "events_10000", dict(base, window={"session": {"gap": "30 seconds"}}),
-                     ev_key, COUNT_SUM,
-                     {"session_window": by_session_window(ev_key, ev_ts, 30 * SECOND),
-                      "lag_running_sum": by_session_lag(ev_key, ev_ts, 30 * SECOND),
-                      "gap_buckets": by_session_buckets(ev_key, ev_ts, 30 * SECOND, {"n": F.sum, "total": F.sum})},
-                     what="sessions, gap 30 s, count+sum per key"))
-    out.append(Bench("sliding_batch", "batch", "events_10000",
-                     dict(base, window={"sliding": {"time_difference": "10 seconds"}}),
-                     ev_key, COUNT_SUM,
-                     {"frames_drop_duplicates": sliding_frames(ev_key, ev_ts, 10 * SECOND, "drop_duplicates"),
-                      "frames_filter": sliding_frames(ev_key, ev_ts, 10 * SECOND, "filter")},
-                     what="KIP-450 sliding, time difference 10 s, count+sum per key"))
+    out.append(
+        Bench(
+            "hopping_gaps_batch",
+            "batch",
+            "events_10000",
+            dict(base, window={"hopping": {"size": "10 seconds", "hop": "30 seconds"}}),
+            ev_key,
+            COUNT_SUM,
+            {
+                "window_filter": window_gaps(ev_key, ev_ts, 10 * SECOND, 30 * SECOND),
+                "start_long": by_start(ev_key, ev_ts, 10 * SECOND, 30 * SECOND),
+            },
+            what="hopping 10 s every 30 s (gaps), count+sum per key",
+        )
+    )
+    out.append(
+        Bench(
+            "sessions_batch",
+            "batch",
+            "events_10000",
+            dict(base, window={"session": {"gap": "30 seconds"}}),
+            ev_key,
+            COUNT_SUM,
+            {
+                "session_window": by_session_window(ev_key, ev_ts, 30 * SECOND),
+                "lag_running_sum": by_session_lag(ev_key, ev_ts, 30 * SECOND),
+                "gap_buckets": by_session_buckets(ev_key, ev_ts, 30 * SECOND, {"n": F.sum, "total": F.sum}),
+            },
+            what="sessions, gap 30 s, count+sum per key",
+        )
+    )
+    out.append(
+        Bench(
+            "sliding_batch",
+            "batch",
+            "events_10000",
+            dict(base, window={"sliding": {"time_difference": "10 seconds"}}),
+            ev_key,
+            COUNT_SUM,
+            {
+                "frames_drop_duplicates": sliding_frames(ev_key, ev_ts, 10 * SECOND, "drop_duplicates"),
+                "frames_filter": sliding_frames(ev_key, ev_ts, 10 * SECOND, "filter"),
+            },
+            what="KIP-450 sliding, time difference 10 s, count+sum per key",
+        )
+    )
     # (on data where 0.1% of the records have no event time: a plain groupBy(key) counts them, and
     # computes another answer than the global window of event time, which has none for them)
-    out.append(Bench("global_batch", "batch", "events_10000_untimed", dict(base, window="global"),
-                     ev_key, COUNT_SUM, {"group_by_key_with_time": by_key(ev_key, ev_ts)},
-                     what="global window, count+sum per key (0.1% of the records without event time)"))
+    out.append(
+        Bench(
+            "global_batch",
+            "batch",
+            "events_10000_untimed",
+            dict(base, window="global"),
+            ev_key,
+            COUNT_SUM,
+            {"group_by_key_with_time": by_key(ev_key, ev_ts)},
+            what="global window, count+sum per key (0.1% of the records without event time)",
+        )
+    )
 
     # state stays bounded: 30 minutes of event time, allowed lateness, late records
-    st = {"event_time": "ts", "key": ["key"], "window": {"tumbling": {"size": "1 minute"}},
-          "watermark": {"max_delay": "5 seconds"}, "allowed_lateness": "2 minutes",
-          "aggregates": AGG_SPECS["count_sum"]}
-    out.append(Bench("state_bounded", "stream", "state", st, ev_key, COUNT_SUM,
-                     {"window": by_window(ev_key, ev_ts, MINUTE, delay="125 seconds")},
-                     state_series=True, files_per_trigger=1,
-                     what="tumbling 1 min, max_delay 5 s + allowed lateness 2 min (plain: watermark "
-                          "delay 2 min 5 s), 3 % of records 30-90 s late, one file per micro-batch"))
-    out.append(Bench("state_bounded_stateful", "stream", "state", st, ev_key, COUNT_SUM,
-                     {"window": by_window(ev_key, ev_ts, MINUTE, delay="125 seconds")},
-                     group="state_bounded", state_series=True, files_per_trigger=1, plan="stateful",
-                     what="state_bounded with panes' stateful plan forced (transformWithStateInPandas)"))
+    st = {
+        "event_time": "ts",
+        "key": ["key"],
+        "window": {"tumbling": {"size": "1 minute"}},
+        "watermark": {"max_delay": "5 seconds"},
+        "allowed_lateness": "2 minutes",
+        "aggregates": AGG_SPECS["count_sum"],
+    }
+    out.append(
+        Bench(
+            "state_bounded",
+            "stream",
+            "state",
+            st,
+            ev_key,
+            COUNT_SUM,
+            {"window": by_window(ev_key, ev_ts, MINUTE, delay="125 seconds")},
+            state_series=True,
+            files_per_trigger=1,
+            what="tumbling 1 min, max_delay 5 s + allowed lateness 2 min (plain: watermark "
+            "delay 2 min 5 s), 3 % of records 30-90 s late, one file per micro-batch",
+        )
+    )
+    out.append(
+        Bench(
+            "state_bounded_stateful",
+            "stream",
+            "state",
+            st,
+            ev_key,
+            COUNT_SUM,
+            {"window": by_window(ev_key, ev_ts, MINUTE, delay="125 seconds")},
+            group="state_bounded",
+            state_series=True,
+            files_per_trigger=1,
+            plan="stateful",
+            what="state_bounded with panes' stateful plan forced (transformWithStateInPandas)",
+        )
+    )
     return out
-

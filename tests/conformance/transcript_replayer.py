@@ -1,4 +1,4 @@
-"""Replay Apache Beam's trigger transcripts (``trigger_transcripts.yaml``) against the core engine.
+"""Replay Apache Beam's trigger transcripts (``beam_trigger_transcripts.yaml`` here) against the core engine.
 
 One transcript unit is one second. Elements' values are their timestamps. Each ``expect`` is matched
 one-to-one against the panes emitted since the previous one, on the fields it lists; leftovers
@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .core import triggers as T
-from .core.aggregates import Aggregate, CollectList
-from .core.engine import TS, Engine
-from .core.pipeline import Pipeline, WatermarkStrategy
-from .core.windows import GlobalWindows, Hopping, Sessions, Tumbling
+from panes.core import triggers as T
+from panes.core.aggregates import Aggregate, CollectList
+from panes.core.engine import TS, Engine
+from panes.core.pipeline import Pipeline, WatermarkStrategy
+from panes.core.windows import GlobalWindows, Hopping, Sessions, Tumbling
 
 UNIT = 1000
 NOT_COMPARED = ("timestamp",)
@@ -46,7 +46,7 @@ def _call(expr: str):
 def _node(node):
     if isinstance(node, ast.Name):
         return (node.id, [], {})
-    if isinstance(node, ast.Call):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return (node.func.id, [_node(a) for a in node.args], {k.arg: _node(k.value) for k in node.keywords})
     if isinstance(node, ast.Constant):
         return node.value
@@ -143,11 +143,20 @@ def run_transcript(doc: dict) -> int:
                 nonspec[w] = ns + 1
             start = p.window_start // UNIT if p.window_start > -(2**61) else None
             end = (p.window_end - 1) // UNIT if p.window_end < 2**61 else None
-            pending.append(Emitted([start, end], sorted(p.values[0]), p.pane_index, ns,
-                                   p.timing == "EARLY", p.timing == "LATE", p.is_last))
+            pending.append(
+                Emitted(
+                    [start, end],
+                    sorted(p.values[0]),
+                    p.pane_index,
+                    ns,
+                    p.timing == "EARLY",
+                    p.timing == "LATE",
+                    p.is_last,
+                )
+            )
 
     for action in doc["transcript"]:
-        (kind, arg), = action.items()
+        ((kind, arg),) = action.items()
         if kind == "input":
             ts = np.array([int(x) * UNIT for x in arg], dtype=np.int64)
             batch = pd.DataFrame({TS: ts, "v": np.array([int(x) for x in arg], dtype=np.int64)})
