@@ -91,9 +91,10 @@ class ReplayResult:
 def replay_core(scenario: Scenario) -> ReplayResult:
     """Run the timeline through the pure core, in-process."""
     pipe = scenario.pipeline
-    refusal = pipe.window_pipeline.core_refusal() if pipe.window_pipeline is not None else None
-    if refusal:
-        raise SpecError(f"window_pipeline.{pipe.window_pipeline.transform.kind}", refusal)
+    if pipe.window_pipeline is not None:
+        refusal = pipe.window_pipeline.core_refusal()
+        if refusal:
+            raise SpecError(f"window_pipeline.{pipe.window_pipeline.transform.kind}", refusal)
     engine = Engine(pipe)
     state = engine.new_state()
     panes: list[dict] = []

@@ -44,7 +44,6 @@ def _column(values: list) -> np.ndarray:
 
 
 def parse_records(pipeline: Pipeline, records: list[dict], ingestion_time: int) -> ParsedBatch:
-    key_cols = pipeline.key
     wm = pipeline.watermark
     dead: list[DeadLetter] = []
     kept: list[dict] = []

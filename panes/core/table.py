@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -57,7 +58,7 @@ def plain_value(v: Any) -> Any:
     if isinstance(v, pd.Timestamp):
         return format_instant(int(v.value // 1_000_000))
     if isinstance(v, _dt.datetime):
-        aware = v if v.tzinfo is not None else v.replace(tzinfo=_dt.timezone.utc)
+        aware = v if v.tzinfo is not None else v.replace(tzinfo=_dt.UTC)
         return format_instant(math.floor(aware.timestamp() * 1000))
     if isinstance(v, np.generic):
         return v.item()
@@ -110,8 +111,9 @@ class Table:
     __slots__ = ("columns", "n_rows")
 
     def __init__(self, columns: Mapping[str, np.ndarray], n_rows: int | None = None):
-        self.columns: Columns = {str(c): np.asarray(v) if not isinstance(v, np.ndarray) else v
-                                 for c, v in columns.items()}
+        self.columns: Columns = {
+            str(c): np.asarray(v) if not isinstance(v, np.ndarray) else v for c, v in columns.items()
+        }
         lengths = {len(v) for v in self.columns.values()}
         if len(lengths) > 1:
             raise ValueError(f"a table's columns have one length, not {sorted(lengths)}")
@@ -156,8 +158,12 @@ class Table:
 
     def __eq__(self, other: object) -> bool:
         """Same columns, same values (a NaN equal to a NaN: an unchanged pane)."""
-        return isinstance(other, Table) and self.n_rows == other.n_rows and \
-            list(self.columns) == list(other.columns) and same_value(self.records(), other.records())
+        return (
+            isinstance(other, Table)
+            and self.n_rows == other.n_rows
+            and list(self.columns) == list(other.columns)
+            and same_value(self.records(), other.records())
+        )
 
     __hash__ = None  # type: ignore[assignment]
 

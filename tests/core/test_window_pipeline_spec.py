@@ -30,31 +30,51 @@ def test_a_window_pipeline_in_the_spec_is_the_stage_s_what():
     assert fn.window_pipeline.describe() == {"fn": "window_functions:largest"}
 
 
-@pytest.mark.parametrize("extra, expected", [
-    ({"aggregates": {"n": {"count": "*"}}, "window_pipeline": {"sql": "SELECT * FROM rows"}},
-     FieldError("window_pipeline", "aggregates and window_pipeline are alternatives: give one of them")),
-    ({}, FieldError("aggregates", "required field is missing (or a window_pipeline)")),
-    ({"window_pipeline": {"sql": "SELECT a FROM rows JOIN rows s ON a = b"}},
-     FieldError("window_pipeline.sql", "JOIN is not supported")),
-    ({"window_pipeline": {"sql": "SELECT count(*) FROM rows"}},
-     FieldError("window_pipeline.sql", "give COUNT(*) a name: COUNT(*) AS name")),
-    ({"window_pipeline": {"fn": "window_functions:no_such"}},
-     FieldError("window_pipeline.fn", "module 'window_functions' has no 'no_such' (window function "
-                                      "'window_functions:no_such')")),
-    ({"window_pipeline": {"python": "x"}},
-     FieldError("window_pipeline", "unknown window_pipeline 'python'; one of ['fn', 'sql']")),
-    ({"window_pipeline": "SELECT 1"},
-     FieldError("window_pipeline", "window_pipeline is one of {sql: 'SELECT ... FROM rows'}, "
-                                   "{fn: 'module:function'}")),
-])
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (
+            {"aggregates": {"n": {"count": "*"}}, "window_pipeline": {"sql": "SELECT * FROM rows"}},
+            FieldError("window_pipeline", "aggregates and window_pipeline are alternatives: give one of them"),
+        ),
+        ({}, FieldError("aggregates", "required field is missing (or a window_pipeline)")),
+        (
+            {"window_pipeline": {"sql": "SELECT a FROM rows JOIN rows s ON a = b"}},
+            FieldError("window_pipeline.sql", "JOIN is not supported"),
+        ),
+        (
+            {"window_pipeline": {"sql": "SELECT count(*) FROM rows"}},
+            FieldError("window_pipeline.sql", "give COUNT(*) a name: COUNT(*) AS name"),
+        ),
+        (
+            {"window_pipeline": {"fn": "window_functions:no_such"}},
+            FieldError(
+                "window_pipeline.fn",
+                "module 'window_functions' has no 'no_such' (window function 'window_functions:no_such')",
+            ),
+        ),
+        (
+            {"window_pipeline": {"python": "x"}},
+            FieldError("window_pipeline", "unknown window_pipeline 'python'; one of ['fn', 'sql']"),
+        ),
+        (
+            {"window_pipeline": "SELECT 1"},
+            FieldError(
+                "window_pipeline", "window_pipeline is one of {sql: 'SELECT ... FROM rows'}, {fn: 'module:function'}"
+            ),
+        ),
+    ],
+)
 def test_window_pipeline_mistakes_name_the_field(extra, expected):
     assert errors({**BASE, **extra}) == [expected]
 
 
 def test_panes_validate_prints_the_sql_refusal_in_one_line(tmp_path):
     spec = tmp_path / "p.yaml"
-    spec.write_text("event_time: t\nwindow: {tumbling: {size: 1 hour}}\nsource: {format: json, path: d}\n"
-                    "window_pipeline: {sql: 'SELECT a FROM rows UNION ALL SELECT a FROM rows'}\n")
+    spec.write_text(
+        "event_time: t\nwindow: {tumbling: {size: 1 hour}}\nsource: {format: json, path: d}\n"
+        "window_pipeline: {sql: 'SELECT a FROM rows UNION ALL SELECT a FROM rows'}\n"
+    )
     result = CliRunner().invoke(cli.main, ["validate", str(spec)])
     assert result.exit_code == 2
     assert result.output == "error: window_pipeline.sql: UNION is not supported (one SELECT over rows)\n"
@@ -62,10 +82,14 @@ def test_panes_validate_prints_the_sql_refusal_in_one_line(tmp_path):
 
 def test_a_core_replay_of_sql_outside_the_core_subset_fails_in_one_line_before_it_runs(tmp_path):
     scenario = tmp_path / "s.yaml"
-    scenario.write_text('{"pipeline": {"window": {"tumbling": {"size": 10}}, "window_pipeline": '
-                        '{"sql": "SELECT percentile_approx(v, 0.5) AS p FROM rows"}}, "timeline": [{"end": true}]}')
+    scenario.write_text(
+        '{"pipeline": {"window": {"tumbling": {"size": 10}}, "window_pipeline": '
+        '{"sql": "SELECT percentile_approx(v, 0.5) AS p FROM rows"}}, "timeline": [{"end": true}]}'
+    )
     result = CliRunner().invoke(cli.main, ["replay", str(scenario)])
     assert result.exit_code == 2
-    assert result.output.startswith("error: window_pipeline.sql: the core's SQL engine does not run function "
-                                    "approx_quantile as Spark does; replay it with --engine spark")
+    assert result.output.startswith(
+        "error: window_pipeline.sql: the core's SQL engine does not run function "
+        "approx_quantile as Spark does; replay it with --engine spark"
+    )
     assert result.output.count("\n") == 1

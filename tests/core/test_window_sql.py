@@ -69,14 +69,18 @@ def test_queries_in_the_subset_are_accepted(sql):
 
 
 def test_the_rewritten_query_carries_the_pane_through_every_select():
-    r = rewrite(parse_sql("SELECT k, sum(v) AS total FROM rows GROUP BY k ORDER BY total DESC LIMIT 2"),
-                ["k", "v", "window_start", "window_end"], "t")
+    r = rewrite(
+        parse_sql("SELECT k, sum(v) AS total FROM rows GROUP BY k ORDER BY total DESC LIMIT 2"),
+        ["k", "v", "window_start", "window_end"],
+        "t",
+    )
     assert r.columns == ["k", "total"]
     assert r.sql("spark") == (
         "SELECT `k`, `total`, `__panes_pane`, `__panes_rank` AS `__panes_order` FROM (SELECT *, ROW_NUMBER() OVER "
         "(PARTITION BY `__panes_pane` ORDER BY `total` DESC, `k`, `total`) AS `__panes_rank` FROM (SELECT k, "
         "SUM(v) AS total, `__panes_pane` FROM t AS rows GROUP BY k, `__panes_pane`) AS __panes_q1) AS __panes_q2 "
-        "WHERE `__panes_rank` <= 2")
+        "WHERE `__panes_rank` <= 2"
+    )
 
 
 def test_duplicate_output_names_are_refused_when_the_columns_are_known():
@@ -103,13 +107,17 @@ QUERIES = [
 def run(sql, frames):
     """The rewritten query over the panes' rows (one table), each pane's rows in order."""
     q = rewrite(parse_sql(sql), ["k", "v", "window_start", "window_end"], "t")
-    table = pa.table({"k": pa.array([r[0] for f in frames for r in f[1]]),
-                      "v": pa.array([r[1] for f in frames for r in f[1]], pa.int64()),
-                      "window_start": pa.array([None] * sum(len(f[1]) for f in frames), pa.timestamp("ms")),
-                      "window_end": pa.array([None] * sum(len(f[1]) for f in frames), pa.timestamp("ms")),
-                      PANE: pa.array([f[0] for f in frames for _ in f[1]], pa.int64()),
-                      ROW_TS: pa.array([r[2] for f in frames for r in f[1]], pa.int64()),
-                      ROW_SEQ: pa.array([i for f in frames for i, _ in enumerate(f[1])], pa.int64())})
+    table = pa.table(
+        {
+            "k": pa.array([r[0] for f in frames for r in f[1]]),
+            "v": pa.array([r[1] for f in frames for r in f[1]], pa.int64()),
+            "window_start": pa.array([None] * sum(len(f[1]) for f in frames), pa.timestamp("ms")),
+            "window_end": pa.array([None] * sum(len(f[1]) for f in frames), pa.timestamp("ms")),
+            PANE: pa.array([f[0] for f in frames for _ in f[1]], pa.int64()),
+            ROW_TS: pa.array([r[2] for f in frames for r in f[1]], pa.int64()),
+            ROW_SEQ: pa.array([i for f in frames for i, _ in enumerate(f[1])], pa.int64()),
+        }
+    )
     out = run_query(q.sql("duckdb"), "t", table).to_pylist()
     by_pane: dict = {}
     for r in sorted(out, key=lambda r: (r[PANE], r[ORDER])):
@@ -117,8 +125,11 @@ def run(sql, frames):
     return by_pane
 
 
-rows_st = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.one_of(st.none(), st.integers(0, 5)),
-                             st.integers(0, 3)), min_size=1, max_size=8)
+rows_st = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "c"]), st.one_of(st.none(), st.integers(0, 5)), st.integers(0, 3)),
+    min_size=1,
+    max_size=8,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -152,18 +163,25 @@ def test_the_rewritten_query_over_one_pane_gives_what_the_query_gives(query):
 def test_the_core_refuses_what_its_engine_does_not_run_as_spark_does():
     assert core_refusal(parse_sql("SELECT k, sum(v) AS s FROM rows GROUP BY k")) is None
     why = core_refusal(parse_sql("SELECT k, percentile_approx(v, 0.5) AS p FROM rows GROUP BY k"))
-    assert why.startswith("the core's SQL engine does not run function approx_quantile as Spark does; replay it "
-                          "with --engine spark (the core runs ")
+    assert why.startswith(
+        "the core's SQL engine does not run function approx_quantile as Spark does; replay it "
+        "with --engine spark (the core runs "
+    )
 
 
 def test_the_core_runs_a_window_in_the_rewritten_form_and_orders_its_rows():
     from panes.core.window_pipeline import PaneWindow, WindowRows
 
     t = SqlTransform("SELECT customer, amount, window_end AS closes FROM rows ORDER BY amount DESC LIMIT 2")
-    rows = WindowRows(PaneWindow(("x",), 0, 3_600_000), np.array([1, 2, 3]), np.array([0, 1, 2]),
-                      {"customer": np.array(["a", "b", "c"], dtype=object), "amount": np.array([5, 9, 5])})
-    assert t.run(rows).records() == [{"customer": "b", "amount": 9, "closes": "1970-01-01T01:00:00.000Z"},
-                                     {"customer": "a", "amount": 5, "closes": "1970-01-01T01:00:00.000Z"}]
+    rows = WindowRows(
+        PaneWindow(("x",), 0, 3_600_000),
+        np.array([1, 2, 3]),
+        np.array([0, 1, 2]),
+        {"customer": np.array(["a", "b", "c"], dtype=object), "amount": np.array([5, 9, 5])},
+    )
+    assert t.run(rows).records() == [
+        {"customer": "b", "amount": 9, "closes": "1970-01-01T01:00:00.000Z"},
+        {"customer": "a", "amount": 5, "closes": "1970-01-01T01:00:00.000Z"},
+    ]
     total = SqlTransform("SELECT sum(amount) AS total, avg(amount) AS mean FROM rows").run(rows).records()
     assert total == [{"total": 19, "mean": 19 / 3}] and type(total[0]["total"]) is int
-

@@ -10,16 +10,27 @@ def distinct_cars(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
     for light, group in rows.groupby("traffic_light", sort=True):
         cars = sorted(set(group["registration_plate"]))
-        out.append({"traffic_light": light, "cars": cars, "total_cars": len(cars),
-                    "passengers": int(group["passengers"].sum())})
+        out.append(
+            {
+                "traffic_light": light,
+                "cars": cars,
+                "total_cars": len(cars),
+                "passengers": int(group["passengers"].sum()),
+            }
+        )
     return pd.DataFrame(out, columns=["traffic_light", "cars", "total_cars", "passengers"])
 
 
 def largest(rows: pd.DataFrame) -> pd.DataFrame:
     """The two rows with the largest v (ties: the earlier row), with their window end."""
     top = rows.sort_values("v", ascending=False, kind="stable").head(2)
-    return pd.DataFrame({"v": top["v"].to_numpy(), "t": top["t"].to_numpy(),
-                         "ends": top["window_end"].dt.strftime("%H:%M:%S").to_numpy()})
+    return pd.DataFrame(
+        {
+            "v": top["v"].to_numpy(),
+            "t": top["t"].to_numpy(),
+            "ends": top["window_end"].dt.strftime("%H:%M:%S").to_numpy(),
+        }
+    )
 
 
 def occupancy(rows: pd.DataFrame) -> pd.DataFrame:

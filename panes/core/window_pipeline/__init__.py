@@ -11,7 +11,25 @@ from .sql_rewrite import HIDDEN, ORDER, PANE, ROW_SEQ, ROW_TS, Rewritten
 from .sql_subset import PANE_METADATA, SOURCE, SqlRefused, parse_sql
 
 __all__ = [
-    "FunctionTransform", "HIDDEN", "ORDER", "PANE", "PANE_METADATA", "PaneWindow", "ROW_SEQ", "ROW_TS", "Rewritten",
-    "SOURCE", "SqlRefused", "SqlTransform", "TRANSFORMS", "Transform", "WINDOW_COLUMNS", "WindowPipeline",
-    "WindowPipelineFailed", "WindowRows", "load_function", "parse_sql", "parse_window_pipeline",
+    "FunctionTransform",
+    "HIDDEN",
+    "ORDER",
+    "PANE",
+    "PANE_METADATA",
+    "PaneWindow",
+    "ROW_SEQ",
+    "ROW_TS",
+    "Rewritten",
+    "SOURCE",
+    "SqlRefused",
+    "SqlTransform",
+    "TRANSFORMS",
+    "Transform",
+    "WINDOW_COLUMNS",
+    "WindowPipeline",
+    "WindowPipelineFailed",
+    "WindowRows",
+    "load_function",
+    "parse_sql",
+    "parse_window_pipeline",
 ]

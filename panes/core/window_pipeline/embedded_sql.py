@@ -18,23 +18,96 @@ INSTALL = "the core runs window_pipeline.sql with DuckDB: pip install 'panes[sql
 #: what the core's engine runs as Spark does (each is checked on both engines by the Spark tests)
 CORE_FUNCTIONS: tuple[type[exp.Expression], ...] = (
     # aggregates
-    exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg, exp.CountIf,
+    exp.Count,
+    exp.Sum,
+    exp.Min,
+    exp.Max,
+    exp.Avg,
+    exp.CountIf,
     # window functions
-    exp.RowNumber, exp.Rank, exp.DenseRank, exp.Lag, exp.Lead,
+    exp.RowNumber,
+    exp.Rank,
+    exp.DenseRank,
+    exp.Lag,
+    exp.Lead,
     # scalar functions
-    exp.Abs, exp.Round, exp.Floor, exp.Ceil, exp.Upper, exp.Lower, exp.Length, exp.Substring, exp.Concat,
-    exp.Trim, exp.Coalesce, exp.Greatest, exp.Least, exp.Nullif, exp.If, exp.Case, exp.Cast, exp.DPipe,
-    exp.ArraySort, exp.ArrayAgg, exp.ArraySize,
+    exp.Abs,
+    exp.Round,
+    exp.Floor,
+    exp.Ceil,
+    exp.Upper,
+    exp.Lower,
+    exp.Length,
+    exp.Substring,
+    exp.Concat,
+    exp.Trim,
+    exp.Coalesce,
+    exp.Greatest,
+    exp.Least,
+    exp.Nullif,
+    exp.If,
+    exp.Case,
+    exp.Cast,
+    exp.DPipe,
+    exp.ArraySort,
+    exp.ArrayAgg,
+    exp.ArraySize,
 )
 #: the operators and structure of a query (anything in a query that is neither a function nor one of
 #: these is outside the core's subset)
 CORE_SYNTAX: tuple[type[exp.Expression], ...] = (
-    exp.Select, exp.From, exp.Table, exp.TableAlias, exp.Subquery, exp.With, exp.CTE, exp.Where, exp.Group,
-    exp.Having, exp.Order, exp.Ordered, exp.Limit, exp.Column, exp.Identifier, exp.Star, exp.Alias, exp.Literal,
-    exp.Null, exp.Boolean, exp.Paren, exp.Distinct, exp.Window, exp.WindowSpec, exp.DataType, exp.Interval,
-    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
-    exp.NullSafeEQ, exp.And, exp.Or, exp.Not, exp.Is, exp.In, exp.Between, exp.Like, exp.If, exp.Case,
-    exp.Filter, exp.Var, exp.Tuple, exp.Bracket,
+    exp.Select,
+    exp.From,
+    exp.Table,
+    exp.TableAlias,
+    exp.Subquery,
+    exp.With,
+    exp.CTE,
+    exp.Where,
+    exp.Group,
+    exp.Having,
+    exp.Order,
+    exp.Ordered,
+    exp.Limit,
+    exp.Column,
+    exp.Identifier,
+    exp.Star,
+    exp.Alias,
+    exp.Literal,
+    exp.Null,
+    exp.Boolean,
+    exp.Paren,
+    exp.Distinct,
+    exp.Window,
+    exp.WindowSpec,
+    exp.DataType,
+    exp.Interval,
+    exp.Add,
+    exp.Sub,
+    exp.Mul,
+    exp.Div,
+    exp.Mod,
+    exp.Neg,
+    exp.EQ,
+    exp.NEQ,
+    exp.GT,
+    exp.GTE,
+    exp.LT,
+    exp.LTE,
+    exp.NullSafeEQ,
+    exp.And,
+    exp.Or,
+    exp.Not,
+    exp.Is,
+    exp.In,
+    exp.Between,
+    exp.Like,
+    exp.If,
+    exp.Case,
+    exp.Filter,
+    exp.Var,
+    exp.Tuple,
+    exp.Bracket,
 )
 
 
@@ -45,13 +118,18 @@ def core_refusal(tree: exp.Expression) -> str | None:
     except ImportError:
         return INSTALL
     for node in tree.walk():
-        if isinstance(node, CORE_FUNCTIONS) or isinstance(node, CORE_SYNTAX):
+        if isinstance(node, CORE_FUNCTIONS + CORE_SYNTAX):
             continue
         name = node.sql_name() if isinstance(node, exp.Func) else type(node).__name__
-        what = f"function {node.name if isinstance(node, exp.Anonymous) else name.lower()}" \
-            if isinstance(node, exp.Func) else name
-        return (f"the core's SQL engine does not run {what} as Spark does; replay it with --engine spark "
-                f"(the core runs {', '.join(sorted(core_function_names()))})")
+        what = (
+            f"function {node.name if isinstance(node, exp.Anonymous) else name.lower()}"
+            if isinstance(node, exp.Func)
+            else name
+        )
+        return (
+            f"the core's SQL engine does not run {what} as Spark does; replay it with --engine spark "
+            f"(the core runs {', '.join(sorted(core_function_names()))})"
+        )
     return None
 
 

@@ -5,7 +5,8 @@ event-time then arrival order) to a DataFrame, whose rows are the pane's."""
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 

@@ -19,7 +19,7 @@ def parse_window_pipeline(spec: Any) -> WindowPipeline:
     """``{sql: "SELECT ..."}`` or ``{fn: "module:function"}``; raises ValueError with the reason."""
     if not isinstance(spec, dict) or len(spec) != 1:
         raise ValueError("window_pipeline is one of {sql: 'SELECT ... FROM rows'}, {fn: 'module:function'}")
-    (kind, argument), = spec.items()
+    ((kind, argument),) = spec.items()
     cls = TRANSFORMS.get(kind)
     if cls is None:
         raise ValueError(f"unknown window_pipeline {kind!r}; one of {sorted(TRANSFORMS)}")

@@ -21,17 +21,18 @@ event-time, then arrival order too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any
 
 from sqlglot import exp
 
 from .sql_subset import ROW_ORDER_SENSITIVE, SOURCE
 
-PANE = "__panes_pane"      # which pane a row belongs to
+PANE = "__panes_pane"  # which pane a row belongs to
 ROW_TS = "__panes_row_ts"  # a window row's event time (ms)
 ROW_SEQ = "__panes_row_seq"  # its arrival order
-ORDER = "__panes_order"    # an output row's place in its pane (1, 2, ...)
+ORDER = "__panes_order"  # an output row's place in its pane (1, 2, ...)
 RANK = "__panes_rank"
 SORT = "__panes_sort_"
 HIDDEN = (PANE, ROW_TS, ROW_SEQ, ORDER)
@@ -159,7 +160,7 @@ class Rewriter:
         ties = row_order() if carries else [exp.Ordered(this=col(n), nulls_first=True) for n in names]
         rank = exp.Window(this=exp.RowNumber(), partition_by=[col(PANE)], order=exp.Order(expressions=keys + ties))
         inner = exp.select(exp.Star(), exp.alias_(rank, RANK, quoted=True)).from_(sel.subquery(self.alias()))
-        picked = [col(n) for n in names] + [col(PANE)]
+        picked: list[Any] = [col(n) for n in names] + [col(PANE)]
         if carries and not top:
             picked += [col(ROW_TS), col(ROW_SEQ)]
         if top:
@@ -202,11 +203,13 @@ def aggregates(sel: exp.Select) -> bool:
 
 def window_function(node: exp.Expression) -> bool:
     """Whether ``node`` is (inside) the function of a window, ``f(...) OVER (...)``."""
-    child, parent = node, node.parent
+    child: Any = node
+    parent = node.parent
     while parent is not None and not isinstance(parent, exp.Select):
         if isinstance(parent, exp.Window):
             return child is parent.this
-        child, parent = parent, parent.parent
+        child = parent
+        parent = parent.parent
     return False
 
 

@@ -28,20 +28,55 @@ PANE_METADATA = ("timing", "pane_index", "is_last", "retraction")
 
 #: SELECT clauses outside the subset, by sqlglot's argument name
 REFUSED_CLAUSES = {
-    "joins": "JOIN", "laterals": "LATERAL VIEW", "windows": "a named WINDOW clause", "qualify": "QUALIFY",
-    "offset": "OFFSET", "distribute": "DISTRIBUTE BY", "sort": "SORT BY", "cluster": "CLUSTER BY",
-    "hint": "hints", "pivots": "PIVOT", "sample": "TABLESAMPLE", "into": "INTO", "kind": "SELECT AS STRUCT",
-    "connect": "CONNECT BY", "prewhere": "PREWHERE", "match": "MATCH_RECOGNIZE", "locks": "FOR UPDATE",
-    "settings": "SETTINGS", "format": "FORMAT", "options": "OPTIONS", "exclude": "EXCLUDE",
-    "operation_modifiers": "query modifiers", "for_": "FOR",
+    "joins": "JOIN",
+    "laterals": "LATERAL VIEW",
+    "windows": "a named WINDOW clause",
+    "qualify": "QUALIFY",
+    "offset": "OFFSET",
+    "distribute": "DISTRIBUTE BY",
+    "sort": "SORT BY",
+    "cluster": "CLUSTER BY",
+    "hint": "hints",
+    "pivots": "PIVOT",
+    "sample": "TABLESAMPLE",
+    "into": "INTO",
+    "kind": "SELECT AS STRUCT",
+    "connect": "CONNECT BY",
+    "prewhere": "PREWHERE",
+    "match": "MATCH_RECOGNIZE",
+    "locks": "FOR UPDATE",
+    "settings": "SETTINGS",
+    "format": "FORMAT",
+    "options": "OPTIONS",
+    "exclude": "EXCLUDE",
+    "operation_modifiers": "query modifiers",
+    "for_": "FOR",
 }
-REFUSED_GROUPING = {"all": "GROUP BY ALL", "rollup": "GROUP BY ROLLUP", "cube": "GROUP BY CUBE",
-                    "grouping_sets": "GROUPING SETS", "totals": "WITH TOTALS"}
+REFUSED_GROUPING = {
+    "all": "GROUP BY ALL",
+    "rollup": "GROUP BY ROLLUP",
+    "cube": "GROUP BY CUBE",
+    "grouping_sets": "GROUPING SETS",
+    "totals": "WITH TOTALS",
+}
 #: functions whose value differs between runs of the same window
 NONDETERMINISTIC = (exp.Rand, exp.Uuid, exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime)
-NONDETERMINISTIC_NAMES = {"rand", "random", "randn", "uuid", "shuffle", "now", "monotonically_increasing_id",
-                          "spark_partition_id", "input_file_name", "current_timestamp", "current_date",
-                          "localtimestamp", "unix_timestamp", "current_timezone"}
+NONDETERMINISTIC_NAMES = {
+    "rand",
+    "random",
+    "randn",
+    "uuid",
+    "shuffle",
+    "now",
+    "monotonically_increasing_id",
+    "spark_partition_id",
+    "input_file_name",
+    "current_timestamp",
+    "current_date",
+    "localtimestamp",
+    "unix_timestamp",
+    "current_timezone",
+}
 #: window functions that take the rows tying on the window's ORDER BY in an order of their own
 ROW_ORDER_SENSITIVE = (exp.RowNumber, exp.Lag, exp.Lead)
 
@@ -100,8 +135,10 @@ def check_query(sel: exp.Select, ctes: set[str], top: bool) -> None:
                 raise SqlRefused(f"{construct} is not supported")
         for e in group.expressions:
             if isinstance(e, (exp.Rollup, exp.Cube, exp.GroupingSets)):
-                raise SqlRefused(f"{REFUSED_GROUPING[type(e).__name__.lower().replace('groupingsets', 'grouping_sets')]}"
-                                 " is not supported")
+                raise SqlRefused(
+                    f"{REFUSED_GROUPING[type(e).__name__.lower().replace('groupingsets', 'grouping_sets')]}"
+                    " is not supported"
+                )
     limit = sel.args.get("limit")
     if limit is not None:
         n = limit.expression
@@ -136,8 +173,13 @@ def check_source(sel: exp.Select, ctes: set[str]) -> None:
 
 def check_projections(sel: exp.Select, top: bool) -> None:
     for e in sel.expressions:
-        star = e if isinstance(e, exp.Star) else e.this if isinstance(e, exp.Column) and \
-            isinstance(e.this, exp.Star) else None
+        star = (
+            e
+            if isinstance(e, exp.Star)
+            else e.this
+            if isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
+            else None
+        )
         if star is not None:
             for arg in ("except", "replace", "rename"):
                 if star.args.get(arg):
@@ -162,5 +204,6 @@ def check_expression(node: exp.Expression) -> None:
         if isinstance(n, exp.Window) and n.args.get("alias"):
             raise SqlRefused("a named window (OVER w) is not supported")
         if isinstance(n, NONDETERMINISTIC) or isinstance(n, exp.Anonymous) and n.name.lower() in NONDETERMINISTIC_NAMES:
-            raise SqlRefused(f"{first_line(n.sql('spark'))}: a function whose value differs between runs is not "
-                             "supported")
+            raise SqlRefused(
+                f"{first_line(n.sql('spark'))}: a function whose value differs between runs is not supported"
+            )
