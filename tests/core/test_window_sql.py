@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from panes.core.window_pipeline import ORDER, PANE, ROW_SEQ, ROW_TS, SqlRefused, SqlTransform, parse_sql
-from panes.core.window_pipeline.embedded_sql import core_refusal, run_query
+from panes.core.window_pipeline.embedded_sql import core_refusal, duckdb_sql, run_query
 from panes.core.window_pipeline.sql_rewrite import rewrite
 
 duckdb = pytest.importorskip("duckdb")
@@ -118,7 +118,7 @@ def run(sql, frames):
             ROW_SEQ: pa.array([i for f in frames for i, _ in enumerate(f[1])], pa.int64()),
         }
     )
-    out = run_query(q.sql("duckdb"), "t", table).to_pylist()
+    out = run_query(duckdb_sql(q.tree), "t", table).to_pylist()
     by_pane: dict = {}
     for r in sorted(out, key=lambda r: (r[PANE], r[ORDER])):
         by_pane.setdefault(r[PANE], []).append(tuple(r[c] for c in q.columns))

@@ -133,6 +133,23 @@ def core_refusal(tree: exp.Expression) -> str | None:
     return None
 
 
+def duckdb_sql(tree: exp.Expression) -> str:
+    """A (rewritten) query in DuckDB's dialect, where a function's result differs from Spark's made
+    Spark's: ``collect_list`` of nothing is an empty array, ``count_if`` of nothing 0, ``floor`` and
+    ``ceil`` (without a scale) a long."""
+
+    def spark_like(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.ArrayAgg):
+            return exp.Coalesce(this=node.copy(), expressions=[exp.Array(expressions=[])])
+        if isinstance(node, exp.CountIf):
+            return exp.Coalesce(this=node.copy(), expressions=[exp.Literal.number(0)])
+        if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("decimals") is None:
+            return exp.Cast(this=node.copy(), to=exp.DataType.build("BIGINT"))
+        return node
+
+    return tree.copy().transform(spark_like, copy=False).sql(dialect="duckdb")
+
+
 def core_function_names() -> set[str]:
     return {f.sql_name().lower() for f in CORE_FUNCTIONS if issubclass(f, exp.Func)}
 

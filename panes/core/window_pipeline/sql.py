@@ -11,7 +11,7 @@ import numpy as np
 
 from ..table import Table
 from .base import WindowRows
-from .embedded_sql import arrow_table, core_refusal, run_query
+from .embedded_sql import arrow_table, core_refusal, duckdb_sql, run_query
 from .sql_rewrite import HIDDEN, ORDER, PANE, ROW_SEQ, ROW_TS, Rewritten, rewrite
 from .sql_subset import parse_sql
 
@@ -25,7 +25,8 @@ class SqlTransform:
     def __init__(self, sql: str):
         self.sql = sql
         self.tree = parse_sql(sql)
-        self.rewritten: dict[tuple[str, ...], Rewritten] = {}
+        #: the core's query (DuckDB's dialect) for a ``rows`` of these columns
+        self.core_queries: dict[tuple[str, ...], str] = {}
 
     def describe(self) -> str:
         return self.sql
@@ -40,12 +41,12 @@ class SqlTransform:
 
     def run(self, rows: WindowRows) -> Table:
         names = rows.names
-        query = self.rewritten.get(tuple(names))
+        query = self.core_queries.get(tuple(names))
         if query is None:
-            query = self.rewritten[tuple(names)] = self.rewrite(names, CORE_TABLE)
+            query = self.core_queries[tuple(names)] = duckdb_sql(self.rewrite(names, CORE_TABLE).tree)
         n = len(rows)
         cols = rows.table_columns()
         cols.update({PANE: np.zeros(n, np.int64), ROW_TS: rows.ts, ROW_SEQ: rows.seq})
-        result = Table.from_arrow(run_query(query.sql("duckdb"), CORE_TABLE, arrow_table(cols)))
+        result = Table.from_arrow(run_query(query, CORE_TABLE, arrow_table(cols)))
         order = np.argsort(result.columns[ORDER].astype(np.int64), kind="stable")
         return result.take(order).without(HIDDEN)
