@@ -93,3 +93,26 @@ def test_a_core_replay_of_sql_outside_the_core_subset_fails_in_one_line_before_i
         "approx_quantile as Spark does; replay it with --engine spark"
     )
     assert result.output.count("\n") == 1
+
+
+def test_a_function_may_declare_its_output_schema_for_spark():
+    p = parse_pipeline_spec(
+        {**BASE, "window_pipeline": {"fn": "window_functions:largest", "schema": "v LONG, t LONG, ends STRING"}}
+    ).to_pipeline()
+    assert p.window_pipeline.transform.schema == "v LONG, t LONG, ends STRING"
+    assert p.window_pipeline.describe() == {"fn": "window_functions:largest", "schema": "v LONG, t LONG, ends STRING"}
+    assert errors({**BASE, "window_pipeline": {"sql": "SELECT * FROM rows", "schema": "a INT"}}) == [
+        FieldError("window_pipeline.sql", "window_pipeline sql takes no option 'schema'")
+    ]
+    assert errors({**BASE, "window_pipeline": {"fn": "window_functions:largest", "schema": ""}}) == [
+        FieldError("window_pipeline.fn", "schema is a Spark DDL string such as 'car STRING, n LONG', got ''")
+    ]
+
+
+def test_keep_rows_hands_the_window_rows_on_with_their_order():
+    import numpy as np
+
+    from panes.core.window_pipeline import ROW_SEQ, ROW_TS, KeepRows, PaneWindow, WindowRows
+
+    rows = WindowRows(PaneWindow(("a",), 0, 10), np.array([1, 4]), np.array([7, 3]), {"v": np.array([5, 6])})
+    assert KeepRows().run(rows).records() == [{"v": 5, ROW_TS: 1, ROW_SEQ: 7}, {"v": 6, ROW_TS: 4, ROW_SEQ: 3}]

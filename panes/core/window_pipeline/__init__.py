@@ -3,7 +3,7 @@
 transform gets; ``sql_subset`` the SQL panes accepts, ``sql_rewrite`` its form over many panes at
 once, ``embedded_sql`` the core's engine for it; ``registry`` the spec forms."""
 
-from .base import WINDOW_COLUMNS, PaneWindow, Transform, WindowPipeline, WindowPipelineFailed, WindowRows
+from .base import WINDOW_COLUMNS, KeepRows, PaneWindow, Transform, WindowPipeline, WindowPipelineFailed, WindowRows
 from .function import FunctionTransform, load_function
 from .registry import TRANSFORMS, parse_window_pipeline
 from .sql import SqlTransform
@@ -13,6 +13,7 @@ from .sql_subset import PANE_METADATA, SOURCE, SqlRefused, parse_sql
 __all__ = [
     "FunctionTransform",
     "HIDDEN",
+    "KeepRows",
     "ORDER",
     "PANE",
     "PANE_METADATA",

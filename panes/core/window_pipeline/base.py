@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..aggregates import AggregateFn
 from ..table import Columns, RowBuffer, Table, object_array
+from .sql_rewrite import ROW_SEQ, ROW_TS
 
 #: the window bounds as columns of the rows a transform reads
 WINDOW_COLUMNS = ("window_start", "window_end")
@@ -99,6 +100,21 @@ class Transform(Protocol):
         """The spec argument (``window_pipeline: {kind: describe()}``)."""
 
 
+class KeepRows:
+    """The window's rows as they are, with their event time and arrival order (``ROW_TS``,
+    ``ROW_SEQ``): the transform of an engine that runs the pipeline itself over the rows of many
+    panes at once (Spark runs a window pipeline's SQL natively over the rows its stateful plan's
+    windows keep)."""
+
+    kind = "rows"
+
+    def run(self, rows: WindowRows) -> Table:
+        return Table({**rows.columns, ROW_TS: rows.ts, ROW_SEQ: rows.seq}, len(rows))
+
+    def describe(self) -> None:
+        return None
+
+
 def one_line(error: BaseException) -> str:
     text = " ".join(str(error).split())
     return f"{type(error).__name__}: {text}"[:500] if text else type(error).__name__
@@ -146,7 +162,8 @@ class WindowPipeline(AggregateFn):
         return refusal() if refusal is not None else None
 
     def describe(self) -> dict:
-        return {self.transform.kind: self.transform.describe()}
+        options = getattr(self.transform, "describe_options", None)
+        return {self.transform.kind: self.transform.describe(), **(options() if options is not None else {})}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, WindowPipeline) and self.describe() == other.describe()

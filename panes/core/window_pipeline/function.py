@@ -35,11 +35,19 @@ def load_function(ref: str) -> Callable[[pd.DataFrame], Any]:
 
 
 class FunctionTransform:
-    kind = "fn"
+    """``{fn: "module:function"}``, with an optional ``schema`` (a Spark DDL string, e.g. ``"car
+    STRING, n LONG"``): the function's output columns and their types, for a Spark DataFrame of
+    panes. Without it the Spark plans give the function's columns as one JSON text column."""
 
-    def __init__(self, ref: str):
+    kind = "fn"
+    options = ("schema",)
+
+    def __init__(self, ref: str, schema: str | None = None):
         self.ref = ref
         self.fn = load_function(ref)
+        if schema is not None and (not isinstance(schema, str) or not schema.strip()):
+            raise ValueError(f"schema is a Spark DDL string such as 'car STRING, n LONG', got {schema!r}")
+        self.schema = schema
 
     def run(self, rows: WindowRows) -> Table:
         out = self.fn(rows.frame())
@@ -49,3 +57,6 @@ class FunctionTransform:
 
     def describe(self) -> str:
         return self.ref
+
+    def describe_options(self) -> dict:
+        return {"schema": self.schema} if self.schema is not None else {}
