@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from panes.core.window_pipeline import ORDER, PANE, ROW_SEQ, ROW_TS, SqlRefused, SqlTransform, parse_sql
+from panes.core.window_pipeline import PANE, ROW_ORDER, ROW_SEQ, ROW_TS, SqlRefused, SqlTransform, parse_sql
 from panes.core.window_pipeline.embedded_sql import core_refusal, duckdb_sql, run_query
 from panes.core.window_pipeline.sql_rewrite import rewrite
 
@@ -76,7 +76,7 @@ def test_the_rewritten_query_carries_the_pane_through_every_select():
     )
     assert r.columns == ["k", "total"]
     assert r.sql("spark") == (
-        "SELECT `k`, `total`, `__panes_pane`, `__panes_rank` AS `__panes_order` FROM (SELECT *, ROW_NUMBER() OVER "
+        "SELECT `k`, `total`, `__panes_pane`, `__panes_rank` AS `__panes_row_order` FROM (SELECT *, ROW_NUMBER() OVER "
         "(PARTITION BY `__panes_pane` ORDER BY `total` DESC, `k`, `total`) AS `__panes_rank` FROM (SELECT k, "
         "SUM(v) AS total, `__panes_pane` FROM t AS rows GROUP BY k, `__panes_pane`) AS __panes_q1) AS __panes_q2 "
         "WHERE `__panes_rank` <= 2"
@@ -120,7 +120,7 @@ def run(sql, frames):
     )
     out = run_query(duckdb_sql(q.tree), "t", table).to_pylist()
     by_pane: dict = {}
-    for r in sorted(out, key=lambda r: (r[PANE], r[ORDER])):
+    for r in sorted(out, key=lambda r: (r[PANE], r[ROW_ORDER])):
         by_pane.setdefault(r[PANE], []).append(tuple(r[c] for c in q.columns))
     return by_pane
 

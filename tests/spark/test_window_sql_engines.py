@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import types as ST
 
 from panes.core.table import Table
-from panes.core.window_pipeline import ORDER, PANE, ROW_SEQ, ROW_TS, parse_sql
+from panes.core.window_pipeline import PANE, ROW_ORDER, ROW_SEQ, ROW_TS, parse_sql
 from panes.core.window_pipeline.embedded_sql import CORE_FUNCTIONS, arrow_table, core_refusal, duckdb_sql, run_query
 from panes.core.window_pipeline.sql_rewrite import rewrite
 
@@ -111,7 +111,7 @@ def spark_rows(spark, q):
 
 def by_pane(records, columns):
     out: dict = {}
-    for r in sorted(records, key=lambda r: (r[PANE], r[ORDER])):
+    for r in sorted(records, key=lambda r: (r[PANE], r[ROW_ORDER])):
         out.setdefault(r[PANE], []).append({c: r[c] for c in columns})
     return out
 

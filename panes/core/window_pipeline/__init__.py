@@ -7,14 +7,14 @@ from .base import WINDOW_COLUMNS, KeepRows, PaneWindow, Transform, WindowPipelin
 from .function import FunctionTransform, load_function
 from .registry import TRANSFORMS, parse_window_pipeline
 from .sql import SqlTransform
-from .sql_rewrite import HIDDEN, ORDER, PANE, ROW_SEQ, ROW_TS, Rewritten
+from .sql_rewrite import HIDDEN, PANE, ROW_ORDER, ROW_SEQ, ROW_TS, Rewritten
 from .sql_subset import PANE_METADATA, SOURCE, SqlRefused, parse_sql
 
 __all__ = [
     "FunctionTransform",
     "HIDDEN",
     "KeepRows",
-    "ORDER",
+    "ROW_ORDER",
     "PANE",
     "PANE_METADATA",
     "PaneWindow",

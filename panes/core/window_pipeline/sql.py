@@ -12,7 +12,7 @@ import numpy as np
 from ..table import Table
 from .base import WindowRows
 from .embedded_sql import arrow_table, core_refusal, duckdb_sql, run_query
-from .sql_rewrite import HIDDEN, ORDER, PANE, ROW_SEQ, ROW_TS, Rewritten, rewrite
+from .sql_rewrite import HIDDEN, PANE, ROW_ORDER, ROW_SEQ, ROW_TS, Rewritten, rewrite
 from .sql_subset import parse_sql
 
 #: the name the core's engine gives a window's rows
@@ -48,5 +48,5 @@ class SqlTransform:
         cols = rows.table_columns()
         cols.update({PANE: np.zeros(n, np.int64), ROW_TS: rows.ts, ROW_SEQ: rows.seq})
         result = Table.from_arrow(run_query(query, CORE_TABLE, arrow_table(cols)))
-        order = np.argsort(result.columns[ORDER].astype(np.int64), kind="stable")
+        order = np.argsort(result.columns[ROW_ORDER].astype(np.int64), kind="stable")
         return result.take(order).without(HIDDEN)

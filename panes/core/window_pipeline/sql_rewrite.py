@@ -11,7 +11,7 @@ the rows the user's query gives over that pane's rows alone:
 - ``DISTINCT`` then keeps distinct rows per pane;
 - ``ORDER BY ... LIMIT n`` becomes ``row_number() OVER (PARTITION BY PANE ORDER BY ...) <= n``;
   ``ORDER BY`` without ``LIMIT`` inside the query orders nothing and is dropped;
-- the outermost SELECT gives each output row its place in the pane (``ORDER``): its ``ORDER BY``.
+- the outermost SELECT gives each output row its place in the pane (``ROW_ORDER``): its ``ORDER BY``.
 
 Ties are broken the same way everywhere: rows of the window (a SELECT that neither aggregates nor
 is DISTINCT passes them on) by event time, then arrival (``ROW_TS``, ``ROW_SEQ``); aggregated or
@@ -32,10 +32,10 @@ from .sql_subset import ROW_ORDER_SENSITIVE, SOURCE
 PANE = "__panes_pane"  # which pane a row belongs to
 ROW_TS = "__panes_row_ts"  # a window row's event time (ms)
 ROW_SEQ = "__panes_row_seq"  # its arrival order
-ORDER = "__panes_order"  # an output row's place in its pane (1, 2, ...)
+ROW_ORDER = "__panes_row_order"  # an output row's place in its pane (1, 2, ...)
 RANK = "__panes_rank"
 SORT = "__panes_sort_"
-HIDDEN = (PANE, ROW_TS, ROW_SEQ, ORDER)
+HIDDEN = (PANE, ROW_TS, ROW_SEQ, ROW_ORDER)
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Scope:
 
 @dataclass
 class Rewritten:
-    """The rewritten query (outputs: ``columns``, then ``PANE`` and ``ORDER``)."""
+    """The rewritten query (outputs: ``columns``, then ``PANE`` and ``ROW_ORDER``)."""
 
     tree: exp.Select
     columns: list[str]
@@ -143,7 +143,7 @@ class Rewriter:
 
     def ranked(self, sel: exp.Select, names: list[str], carries: bool, distinct: bool, top: bool) -> exp.Select:
         """``sel`` with its ORDER BY and LIMIT applied per pane: its rows ranked within their pane,
-        those past the limit dropped; at the top, the rank is each row's place (``ORDER``)."""
+        those past the limit dropped; at the top, the rank is each row's place (``ROW_ORDER``)."""
         order = sel.args.get("order")
         limit = sel.args.get("limit")
         sel.set("order", None)
@@ -164,7 +164,7 @@ class Rewriter:
         if carries and not top:
             picked += [col(ROW_TS), col(ROW_SEQ)]
         if top:
-            picked.append(exp.alias_(col(RANK), ORDER, quoted=True))
+            picked.append(exp.alias_(col(RANK), ROW_ORDER, quoted=True))
         outer = exp.select(*picked).from_(inner.subquery(self.alias()))
         if limit is not None:
             outer = outer.where(exp.LTE(this=col(RANK), expression=limit.expression.copy()))
