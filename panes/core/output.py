@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .engine import DeadLetter, Pane
+from .engine import DeadLetter, Pane, sort_key
 from .pipeline import Pipeline
 from .table import Table
 from .time import format_instant
@@ -73,3 +73,29 @@ def dead_letter_record(d: DeadLetter) -> dict:
     if d.detail:
         out["detail"] = d.detail
     return out
+
+
+# -- for columnar sinks and for plans that collect panes out of order (the Spark adapter) ----------------
+
+#: a pane record's metadata fields, after the key columns and the window bounds
+PANE_FIELDS = ("timing", "pane_index", "is_last", "retraction")
+
+
+def emission_order(p: Pane) -> tuple:
+    """The order in which one firing of the engine emits its panes: window end, start, key."""
+    return (p.window_end, p.window_start, tuple(sort_key(v) for v in p.key))
+
+
+def pane_columns(panes: list[Pane], pipeline: Pipeline) -> dict[str, list]:
+    """Panes as columns, one list per field of ``pane_record`` in its order: the window bounds as
+    epoch ms (None for the global window), the aggregates' values as the engine made them."""
+    n = len(panes)
+    cols: dict[str, list] = {name: [p.key[j] for p in panes] for j, name in enumerate(pipeline.key)}
+    is_global = isinstance(pipeline.window, GlobalWindows)
+    cols["window_start"] = [None] * n if is_global else [p.window_start for p in panes]
+    cols["window_end"] = [None] * n if is_global else [p.window_end for p in panes]
+    for name in PANE_FIELDS:
+        cols[name] = [getattr(p, name) for p in panes]
+    for j, a in enumerate(pipeline.aggregates):
+        cols[a.output] = [p.values[j] for p in panes]
+    return cols

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -11,7 +12,8 @@ from pyspark.sql import types as ST
 
 from ..core import aggregates as A
 from ..core.pipeline import Pipeline
-from ..core.windows import Sessions
+from ..core.rules import Reason
+from .registry import registered
 
 TS = "__panes_ts"            # event time, epoch ms (long)
 INVALID = "__panes_invalid"  # dead-letter reason for malformed rows, else null
@@ -22,6 +24,10 @@ CLOCK = "__panes_clock"      # a scripted processing-time control row (ms), else
 ACTIVE = "__panes_active"    # on a scripted clock row: the step also carries records (not idle)
 BUCKET = "__panes_bucket"
 SEQ = "__panes_seq"
+#: the engine's emission order, for replays: the phase of the step that emitted a pane or dead
+#: letter, and its order within the phase
+EMISSION_PHASE = "__panes_phase"
+EMISSION_ORDER = "__panes_emission_order"
 MALFORMED = "__panes_malformed"  # set by a reader that could not make a record of the input
 NUM = "__panes_num_"         # prefix: a numeric copy of a string column a numeric aggregate reads
 
@@ -35,7 +41,7 @@ class Check:
     it goes to the dead letters with ``reason`` and ``detail`` (a text, or a column)."""
 
     ok: Column
-    reason: str
+    reason: Reason
     detail: str | Column
 
 
@@ -46,7 +52,7 @@ def event_time_ms(df: DataFrame | ST.StructType, column: str) -> tuple[Column, l
     dtype = (df if isinstance(df, ST.StructType) else df.schema)[column].dataType
     c = F.col(column)
     detail = f"event_time column {column}"
-    checks = [Check(c.isNotNull(), "missing_event_time", detail)]
+    checks = [Check(c.isNotNull(), Reason.MISSING_EVENT_TIME, detail)]
     if isinstance(dtype, (ST.TimestampType, ST.TimestampNTZType, ST.DateType)):
         ms = F.unix_millis(c.cast("timestamp"))
     elif isinstance(dtype, (ST.IntegralType, ST.DecimalType, ST.DoubleType, ST.FloatType)):
@@ -56,32 +62,28 @@ def event_time_ms(df: DataFrame | ST.StructType, column: str) -> tuple[Column, l
         digits = s.rlike(r"^-?[0-9]+$")
         parsed = F.unix_millis(F.try_to_timestamp(s))
         ms = F.when(digits, s.cast("long")).otherwise(parsed)
-        checks.append(Check(ms.isNotNull(), "invalid_event_time", detail))
+        checks.append(Check(ms.isNotNull(), Reason.INVALID_EVENT_TIME, detail))
     return ms, checks
 
 
 def validation(df: DataFrame | ST.StructType, pipeline: Pipeline, num: dict[str, Column],
-               ts_checks: list[Check]) -> list[Check]:
+               ts_checks: list[Check], window_checks: list[Check]) -> list[Check]:
     """The checks of a record, in the order they are reported (the first that fails gives
     the dead letter's reason): the reader's (malformed), the event time's (``ts_checks``), the
     key's, numbers in the string columns a numeric aggregate reads (``num``, see
-    ``numeric_string_columns``), a session gap column's."""
+    ``numeric_string_columns``), the window kind's (``window_checks``: a column it reads, such as
+    a session gap column)."""
     out = []
     if MALFORMED in (df if isinstance(df, ST.StructType) else df.schema).fieldNames():
-        out.append(Check(F.col(MALFORMED).isNull(), "malformed", F.col(MALFORMED)))
+        out.append(Check(F.col(MALFORMED).isNull(), Reason.MALFORMED, F.col(MALFORMED)))
     out += ts_checks
     if pipeline.key:
         out.append(Check(functools.reduce(lambda a, b: a & b, [F.col(k).isNotNull() for k in pipeline.key]),
-                         "missing_key", f"no value for key column(s) {list(pipeline.key)}"))
+                         Reason.MISSING_KEY, f"no value for key column(s) {list(pipeline.key)}"))
     # numbers in a string column (e.g. JSON whose values mix types): not a number = malformed
     for c, n in num.items():
-        out.append(Check(F.col(c).isNull() | n.isNotNull(), "invalid_value", f"not a number: ['{c}']"))
-    w = pipeline.window
-    if isinstance(w, Sessions) and w.gap_column:
-        g = F.col(w.gap_column)
-        out.append(Check(g.isNotNull() & F.coalesce(g.cast("long") > 0, F.lit(True)), "invalid_value",
-                         f"{w.gap_column}: a session gap must be a positive number of milliseconds"))
-    return out
+        out.append(Check(F.col(c).isNull() | n.isNotNull(), Reason.INVALID_VALUE, f"not a number: ['{c}']"))
+    return out + window_checks
 
 
 def valid(checks: list[Check]) -> Column:
@@ -100,7 +102,7 @@ def reason_detail(checks: list[Check]) -> tuple[Column, Column]:
     reason = detail = None
     for c in checks:
         bad, why = ~c.ok, c.detail if isinstance(c.detail, Column) else F.lit(c.detail)
-        reason = F.when(bad, F.lit(c.reason)) if reason is None else reason.when(bad, F.lit(c.reason))
+        reason = F.when(bad, F.lit(c.reason.value)) if reason is None else reason.when(bad, F.lit(c.reason.value))
         detail = F.when(bad, why) if detail is None else detail.when(bad, why)
     return reason, detail
 
@@ -133,27 +135,56 @@ def cast_to(c: Column, t: ST.DataType) -> Column:
     return c.cast(t) if isinstance(e, (ST.StructType, ST.MapType, ST.UserDefinedType)) else c.cast(t.simpleString())
 
 
+def _long(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
+    return ST.LongType()
+
+
+def _double(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
+    return ST.DoubleType()
+
+
+def _column_type(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
+    return schema[fn.column].dataType
+
+
+def _array_of_column_type(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
+    return ST.ArrayType(_column_type(fn, schema))
+
+
+def _sum_type(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
+    return ST.LongType() if isinstance(_column_type(fn, schema), ST.IntegralType) else ST.DoubleType()
+
+
+def _user_type(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
+    """A user combine function's ``output_type`` (a DDL string or a Spark type; default double)."""
+    t = getattr(getattr(fn, "fn", None), "output_type", "double")
+    return ST.DataType.fromDDL(t) if isinstance(t, str) else t
+
+
+#: the Spark type of an aggregate's result, by the core's aggregate class (a subclass without a
+#: line of its own takes its base class's: Median's is Percentile's)
+OUTPUT_TYPES: dict[type, Callable[[A.AggregateFn, ST.StructType], ST.DataType]] = {
+    A.Count: _long,
+    A.CountDistinct: _long,
+    A.Sum: _sum_type,
+    A.Avg: _double,
+    A.Percentile: _double,
+    A.Min: _column_type,
+    A.Max: _column_type,
+    A.First: _column_type,
+    A.Last: _column_type,
+    A.CollectList: _array_of_column_type,
+    A.TopK: _array_of_column_type,
+    A.UserCombine: _user_type,
+}
+
+
 def output_type(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
     """The Spark type of an aggregate's result."""
-    def col_type():
-        return schema[fn.column].dataType
-    if isinstance(fn, A.Count) or isinstance(fn, A.CountDistinct):
-        return ST.LongType()
-    if isinstance(fn, A.Sum):
-        t = col_type()
-        return ST.LongType() if isinstance(t, ST.IntegralType) else ST.DoubleType()
-    if isinstance(fn, A.Percentile) or isinstance(fn, A.Avg):
-        return ST.DoubleType()
-    if isinstance(fn, (A.Avg, A.Percentile)):
-        return ST.DoubleType()
-    if isinstance(fn, (A.Min, A.First)):  # Max, Last are subclasses
-        return col_type()
-    if isinstance(fn, (A.CollectList, A.TopK)):
-        return ST.ArrayType(col_type())
-    if isinstance(fn, A.UserCombine):
-        t = getattr(fn.fn, "output_type", "double")
-        return ST._parse_datatype_string(t) if isinstance(t, str) else t
-    raise TypeError(f"no Spark type for {fn!r}")
+    typed = registered(OUTPUT_TYPES, fn)
+    if typed is None:
+        raise TypeError(f"no Spark type for {fn!r}")
+    return typed(fn, schema)
 
 
 def pane_schema(pipeline: Pipeline, schema: ST.StructType) -> ST.StructType:

@@ -1,117 +1,60 @@
 """Compile a pipeline to a Spark plan and run it on a DataFrame.
 
-- Streaming DataFrame: the native plan per micro-batch (``native.py``) when the pipeline allows it;
+- Streaming DataFrame: the native plan per micro-batch (``native``) when the pipeline allows it;
   else the stateful plan (``transformWithStateInPandas`` over hash buckets of the key, driving the
   core engine; see ``stateful.py``).
 - Bounded DataFrame: the final answer the stream converges to (every record counted, one final
-  pane per window): the native step once (``native.py``: every window type, the built-in
+  pane per window): the native step once (``native``: every window type, the built-in
   aggregates); the core engine over buckets of keys for user combine functions.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from dataclasses import replace
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from ..core.output import pane_columns
 from ..core.pipeline import Pipeline
+from ..core.time import END_OF_INPUT, MIN_TIME
 from ..core.triggers import Never
-from ..core.time import END_OF_INPUT
-from ..core.time import MIN_TIME
-from ..core.windows import GlobalWindows, Sessions
 from .columns import (
-    BUCKET, CLOCK, DEAD_LETTER_SCHEMA, DETAIL, INVALID, PUNCT, TS, WMARK,
-    NUM, event_time_ms, numeric_string_columns, pane_schema, reason_detail, record_json, valid, validation,
+    BUCKET,
+    CLOCK,
+    DEAD_LETTER_SCHEMA,
+    DETAIL,
+    INVALID,
+    NUM,
+    PUNCT,
+    TS,
+    WMARK,
+    event_time_ms,
+    numeric_string_columns,
+    pane_schema,
+    reason_detail,
+    record_json,
+    valid,
+    validation,
 )
-from .native import NativeStep, NativeStream, batch_unsupported, never_late, stream_unsupported
-from .session import plan_building
-from .stateful import KIND, PHASE, SUB, BucketProcessor
+from .native import batch_unsupported, never_late, stream_unsupported
+from .native.step import NativeStep
+from .native.windows import window_reads
+from .results import BoundedResult, NativeStreamResult, StatefulStreamResult, WindowedResult
+from .stateful import BucketProcessor, output_schema
 
-
-class WindowedResult:
-    """What ``window()`` returns: the panes and the dead letters.
-
-    - Bounded input: ``panes`` and ``dead_letters`` are DataFrames.
-    - Streaming input, stateful plan: ``panes`` and ``dead_letters`` are streaming DataFrames, both
-      from ``combined`` (one query computes both: ``write_stream`` writes each to its sink).
-    - Streaming input, native plan: the windows are computed per micro-batch in ``foreachBatch``;
-      ``write_stream`` runs it. There is no streaming DataFrame of panes to hand out (use
-      ``plan="stateful"`` to get one, e.g. to chain further streaming operators).
-    """
-
-    def __init__(self, panes: DataFrame | None, dead_letters: "DataFrame | Callable[[], DataFrame] | None",
-                 combined: DataFrame | None = None,
-                 plan: str = "", pipeline: Pipeline | None = None, input_schema: ST.StructType | None = None,
-                 native: NativeStep | None = None, source: DataFrame | None = None):
-        # (dead letters may come as a function: planned when first asked for, as planning costs
-        # JVM round trips)
-        self._panes, self._dead_letters = panes, dead_letters
-        self.combined = combined
-        self.plan = plan
-        self.pipeline = pipeline
-        self.input_schema = input_schema
-        self.native = native
-        self.source = source
-
-    def _frame(self, value: DataFrame | None, what: str) -> DataFrame:
-        if value is None:
-            raise ValueError(f"the native streaming plan has no streaming DataFrame of {what}: run it with "
-                             f"write_stream(on_panes, on_dead_letters, checkpoint), or pass plan='stateful'")
-        return value
-
-    @property
-    def panes(self) -> DataFrame:
-        return self._frame(self._panes, "panes")
-
-    @property
-    def dead_letters(self) -> DataFrame:
-        if callable(self._dead_letters):
-            with plan_building():
-                self._dead_letters = self._dead_letters()
-        return self._frame(self._dead_letters, "dead letters")
-
-    def write_stream(self, on_panes, on_dead_letters, checkpoint: str, query_name: str | None = None,
-                     ordered: bool = False, **trigger):
-        """Start one streaming query that hands each micro-batch's panes and dead letters to the
-        two callbacks ``f(df, batch_id)`` (the native plan calls ``on_dead_letters`` only for a
-        micro-batch that has some). ``trigger`` is passed to ``DataStreamWriter.trigger``.
-        ``ordered`` (native plan): the panes carry the engine's emission order (for replays)."""
-        if self.native is not None:
-            stream = NativeStream(self.native, checkpoint, ordered)
-
-            def each(batch, batch_id):
-                stream.run(batch, batch_id, on_panes, on_dead_letters)
-
-            source = self.source
-        elif self.combined is not None:
-            p, schema = self.pipeline, self.input_schema
-
-            def each(batch, batch_id):
-                batch = batch.cache()
-                on_panes(panes_of(batch, p, schema), batch_id)
-                on_dead_letters(dead_letters_of(batch), batch_id)
-                batch.unpersist()
-
-            source = self.combined
-        else:
-            raise ValueError("write_stream is for streaming input; write .panes and .dead_letters directly")
-        w = source.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint)
-        if query_name:
-            w = w.queryName(query_name)
-        if trigger:
-            w = w.trigger(**trigger)
-        return w.start()
+__all__ = ["BoundedResult", "NativeStreamResult", "StatefulStreamResult", "WindowedResult", "explain_plan",
+           "prepare", "engine_columns", "window_batch", "window_stream"]
 
 
 def explain_plan(pipeline: Pipeline, mode: str = "stream") -> str:
     if mode == "batch":
         if native_batch_supported(pipeline):
             return ("batch: native Spark aggregation (window assignment by expressions, sessions "
-                    "merged as intervals in time order by window functions (rows first grouped per gap of time when the gap is fixed), KIP-450 sliding "
+                    "merged as intervals in time order by window functions (rows first grouped per gap of time "
+                    "when the gap is fixed), KIP-450 sliding "
                     "windows framed with window functions, groupBy, native aggregate functions)")
         return ("batch: core engine over hash buckets of the key (" + batch_unsupported(pipeline) + ")")
     why = stream_unsupported(pipeline)
@@ -130,7 +73,7 @@ def native_batch_supported(p: Pipeline) -> bool:
 # -- shared preparation ------------------------------------------------------------------------------
 
 
-def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None = None,
+def prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None = None,
              control_wm: str | None = None, watermark: bool = True) -> DataFrame:
     """Add the engine's columns: event time (ms), dead-letter reason, the watermark column (not
     for bounded input: ``watermark=False``), the punctuation value, the bucket. ``control_wm``
@@ -156,7 +99,7 @@ def _prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None 
 def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None = None,
                    control_wm: str | None = None, watermark: bool = True,
                    reasons: bool = True) -> tuple[dict[str, Column], Column]:
-    """The columns ``_prepare`` adds, as expressions of the input's columns, and the test of a
+    """The columns ``prepare`` adds, as expressions of the input's columns, and the test of a
     data row that counts (not punctuation, not a clock row, valid). ``reasons=False``: without
     the dead letters' reason and detail (INVALID, DETAIL), for a plan of the panes only (each
     Column costs JVM round trips)."""
@@ -184,7 +127,7 @@ def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None 
     # numbers as numbers for the engine; the original column stays for the dead letters
     # (a JSON number inferred as string reads as a double)
     num = {c: F.col(c).try_cast("double") for c in numeric_string_columns(schema, p)}
-    checks = validation(schema, p, num, ts_checks)
+    checks = validation(schema, p, num, ts_checks, window_reads(p.window)[1])
     # a data row: not punctuation, not a clock row (each column's expression written out, not
     # referenced: one DataFrame step, as each costs an analysis of the plan)
     data_row = [punct.isNull()] if puncts else []
@@ -245,18 +188,30 @@ def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: 
     if plan == "native" and why is not None:
         raise ValueError(f"plan 'native' cannot run this pipeline: {why}")
     if plan in ("auto", "native") and why is None:
-        record_columns = [c for c in df.columns if not c.startswith("__panes")]
-        step = NativeStep(p, df.schema, record_columns, never_late=never_late(p) and control_wm is None)
-        prepared = _prepare(df, p, 0, ingestion=ingestion, control_wm=control_wm).withColumns(step.row_columns())
-        prepared = prepared.select(*[F.col(f"`{c}`") for c in step.stream_columns(prepared.columns)])
-        return WindowedResult(None, None, None, explain_plan(p, "stream"), p, df.schema,
-                              native=step, source=prepared)
+        return _native_stream(df, p, ingestion, control_wm)
     if heartbeat is None:
         heartbeat = needs_clock(p) and not scripted_clock
     if heartbeat:
         df = with_heartbeat(df)
+    text = explain_plan(p, "stream") if why is not None else (
+        "stream: transformWithStateInPandas over hash buckets of the key, driving the core engine (plan='stateful')")
+    return StatefulStreamResult(text, _stateful_stream(df, p, buckets, scripted_clock, ingestion, control_wm), p,
+                                df.schema)
+
+
+def _native_stream(df: DataFrame, p: Pipeline, ingestion: Column | None, control_wm: str | None) -> NativeStreamResult:
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
-    prepared = _prepare(df, p, buckets, ingestion=ingestion, control_wm=control_wm)
+    step = NativeStep(p, df.schema, record_columns, never_late=never_late(p) and control_wm is None)
+    prepared = prepare(df, p, 0, ingestion=ingestion, control_wm=control_wm).withColumns(step.row_columns())
+    prepared = prepared.select(*[F.col(f"`{c}`") for c in step.stream_columns(prepared.columns)])
+    return NativeStreamResult(explain_plan(p, "stream"), step, prepared)
+
+
+def _stateful_stream(df: DataFrame, p: Pipeline, buckets: int, scripted_clock: bool, ingestion: Column | None,
+                     control_wm: str | None) -> DataFrame:
+    """The stateful plan's output: panes and dead letters of every bucket (``stateful``)."""
+    record_columns = [c for c in df.columns if not c.startswith("__panes")]
+    prepared = prepare(df, p, buckets, ingestion=ingestion, control_wm=control_wm)
     delay_ms = 0 if p.watermark.punctuation else p.watermark.max_delay
     prepared = prepared.withWatermark(WMARK, f"{delay_ms} milliseconds")
     # drop punctuation rows (they only move the watermark); mention WMARK so the filter stays above
@@ -268,61 +223,19 @@ def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: 
     prepared = prepared.select(*[F.col(f"`{c}`").alias(f"c{i}") for i, c in enumerate(keep)])
     bucket_alias = f"c{keep.index(BUCKET)}"
     schema = df.schema
-    ps = pane_schema(p, schema)
-    out_fields = [ST.StructField(KIND, ST.StringType()), ST.StructField(PHASE, ST.IntegerType()),
-                  ST.StructField(SUB, ST.LongType())]
-    for f in ps.fields:
-        if f.name in ("window_start", "window_end"):
-            out_fields.append(ST.StructField(f.name, ST.LongType(), True))
-        else:
-            out_fields.append(ST.StructField(f.name, f.dataType, True))
-    out_fields += [ST.StructField("dl_reason", ST.StringType()), ST.StructField("dl_record", ST.StringType()),
-                   ST.StructField("dl_watermark", ST.LongType()), ST.StructField("dl_windows", ST.StringType()),
-                   ST.StructField("dl_detail", ST.StringType())]
-    out_schema = ST.StructType(out_fields)
-    integral = tuple(f.name for f in df.schema.fields if isinstance(f.dataType, ST.IntegralType))
-    integral_out = tuple(f.name for f in ps.fields if isinstance(f.dataType, ST.IntegralType))
-    processor = BucketProcessor(p, record_columns, [f.name for f in out_fields], scripted_clock, keep, integral,
+    out_schema = output_schema(p, schema)
+    integral = tuple(f.name for f in schema.fields if isinstance(f.dataType, ST.IntegralType))
+    integral_out = tuple(f.name for f in pane_schema(p, schema).fields if isinstance(f.dataType, ST.IntegralType))
+    processor = BucketProcessor(p, record_columns, out_schema.fieldNames(), scripted_clock, keep, integral,
                                 integral_out)
-    combined = prepared.groupBy(bucket_alias).transformWithStateInPandas(
+    return prepared.groupBy(bucket_alias).transformWithStateInPandas(
         statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
-    panes = panes_of(combined, p, schema)
-    dead = dead_letters_of(combined)
-    text = explain_plan(p, "stream") if why is not None else (
-        "stream: transformWithStateInPandas over hash buckets of the key, driving the core engine (plan='stateful')")
-    return WindowedResult(panes, dead, combined, text, p, schema)
-
-
-def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
-    ps = pane_schema(p, schema)
-    cols = []
-    for f in ps.fields:
-        if f.name in ("window_start", "window_end"):
-            cols.append(F.timestamp_millis(F.col(f.name)).alias(f.name))
-        else:
-            cols.append(F.col(f.name))
-    return combined.filter(F.col(KIND) == "P").select(*cols)
-
-
-_WINDOWS_JSON = "array<struct<start:long,end:long>>"
-
-
-def dead_letters_of(combined: DataFrame) -> DataFrame:
-    wins = F.from_json(F.col("dl_windows"), _WINDOWS_JSON)
-    return combined.filter(F.col(KIND) == "D").select(
-        F.col("dl_reason").alias("reason"),
-        F.col("dl_record").alias("record"),
-        F.timestamp_millis(F.col("dl_watermark")).alias("watermark"),
-        F.transform(wins, lambda w: F.struct(F.timestamp_millis(w["start"]).alias("start"),
-                                             F.timestamp_millis(w["end"]).alias("end"))).alias("windows"),
-        F.col("dl_detail").alias("detail"),
-    )
 
 
 # -- batch -----------------------------------------------------------------------------------------------
 
 
-def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult:
+def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> BoundedResult:
     """The final answer for bounded input: every valid record counted, one pane per window."""
     schema = df.schema
     record_columns = [c for c in schema.fieldNames() if not c.startswith("__panes")]
@@ -333,9 +246,12 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
         step = NativeStep(_final_answer(p), schema, record_columns)
         cols, counts = engine_columns(schema, p, ingestion, watermark=False, reasons=False)
         panes = step.closed(step.combine(step.on_time_bounded(df, cols, counts), None, MIN_TIME), END_OF_INPUT)
-        return WindowedResult(panes, lambda: step.dead_letters(_prepare(df, p, 0, ingestion=ingestion, watermark=False), MIN_TIME),
-                              None, explain_plan(p, "batch"))
-    prepared = _prepare(df, p, buckets, ingestion=ingestion, watermark=False)
+
+        def dead_letters() -> DataFrame:
+            return step.dead_letters(prepare(df, p, 0, ingestion=ingestion, watermark=False), MIN_TIME)
+
+        return BoundedResult(explain_plan(p, "batch"), panes, dead_letters)
+    prepared = prepare(df, p, buckets, ingestion=ingestion, watermark=False)
     invalid = prepared.filter(F.col(INVALID).isNotNull())
     dead = invalid.select(
         F.col(INVALID).alias("reason"),
@@ -348,7 +264,7 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> WindowedResult
     for c in numeric_string_columns(schema, p):
         good = good.withColumn(c, F.col(NUM + c))
     panes = _engine_batch(good, p, schema, record_columns)
-    return WindowedResult(panes, dead, None, explain_plan(p, "batch"))
+    return BoundedResult(explain_plan(p, "batch"), panes, dead)
 
 
 def _final_answer(p: Pipeline) -> Pipeline:
@@ -361,16 +277,15 @@ def _engine_batch(good: DataFrame, p: Pipeline, schema: ST.StructType, record_co
     Python call per bucket, with all records in one step and then the end of input."""
     import pandas as pd
 
-    from ..core.engine import Engine
     from ..core.engine import TS as CORE_TS
+    from ..core.engine import Engine
 
     final = _final_answer(p)
     ps = pane_schema(p, schema)
-    is_global = isinstance(p.window, GlobalWindows)
-    needed = list(dict.fromkeys([TS, *p.key, *p.value_columns] +
-                                ([p.window.gap_column] if isinstance(p.window, Sessions) and p.window.gap_column else [])))
+    needed = list(dict.fromkeys([TS, *p.key, *p.value_columns, *window_reads(p.window)[0]]))
 
-    integral = [c for c in p.value_columns if c in schema.fieldNames() and isinstance(schema[c].dataType, ST.IntegralType)]
+    integral = [c for c in p.value_columns
+                if c in schema.fieldNames() and isinstance(schema[c].dataType, ST.IntegralType)]
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
         from .stateful import restore_integers
@@ -382,14 +297,11 @@ def _engine_batch(good: DataFrame, p: Pipeline, schema: ST.StructType, record_co
         batch[CORE_TS] = batch[CORE_TS].astype("int64")
         res = engine.ingest(st, batch.sort_values(CORE_TS, kind="stable").reset_index(drop=True))
         res.extend(engine.advance(st, END_OF_INPUT))
-        rows = []
-        for pane in res.panes:
-            r = dict(zip(p.key, pane.key))
-            r["window_start"] = None if is_global else pd.Timestamp(pane.window_start, unit="ms")
-            r["window_end"] = None if is_global else pd.Timestamp(pane.window_end, unit="ms")
-            r.update(timing="ON_TIME", pane_index=0, is_last=True, retraction=False)
-            r.update(zip([a.output for a in p.aggregates], pane.values))
-            rows.append(r)
-        return pd.DataFrame(rows, columns=ps.fieldNames())
+        frame = pd.DataFrame(pane_columns(res.panes, final), columns=ps.fieldNames())
+        for bound in ("window_start", "window_end"):
+            frame[bound] = [None if ms is None else pd.Timestamp(ms, unit="ms") for ms in frame[bound]]
+        # (one final pane per window)
+        frame["timing"], frame["pane_index"], frame["is_last"], frame["retraction"] = "ON_TIME", 0, True, False
+        return frame
 
     return good.select(BUCKET, *needed).groupBy(BUCKET).applyInPandas(run, ps)

@@ -19,14 +19,16 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from ..core.engine import sort_key as _sort_key
-from ..core.time import format_instant
-from ..core.windows import GlobalWindows
+from ..core.engine import DeadLetter, Pane
+from ..core.output import dead_letter_record, emission_order, pane_record
+from ..core.pipeline import Pipeline
+from ..core.time import MAX_TIME, MIN_TIME
 from ..scenario import ReplayResult, Scenario
 from .columns import ACTIVE, CLOCK, MALFORMED, SPARK_END_MS
 from .planner import window_stream
+from .results import NativeStreamResult, StatefulStreamResult
 from .session import get_spark
-from .stateful import KIND, PHASE, SUB
+from .stateful import KIND, ORDER, PHASE
 
 WM_STEP = "__panes_wm_step"
 INGEST = "__panes_ingest"
@@ -74,7 +76,7 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
         result = window_stream(stream, p, buckets=buckets, scripted_clock=True,
                                ingestion=F.col(INGEST), control_wm=WM_STEP, plan=plan)
         batches: dict[int, list] = {}
-        if result.native is not None:
+        if isinstance(result, NativeStreamResult):
             def on_panes(df, batch_id):
                 batches.setdefault(batch_id, []).extend(_native_rows(df, "P"))
 
@@ -86,6 +88,7 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
             def collect(df, batch_id):
                 batches[batch_id] = [r.asDict(recursive=True) for r in df.collect()]
 
+            assert isinstance(result, StatefulStreamResult)
             q = (result.combined.writeStream.foreachBatch(collect)
                  .option("checkpointLocation", str(tmp / "checkpoint")).outputMode("append").start())
         try:
@@ -119,45 +122,39 @@ def _native_rows(df, kind: str) -> list[dict]:
             r.update({KIND: "P", "window_start": _ms(r["window_start"]), "window_end": _ms(r["window_end"])})
         else:
             wins = [{"start": _ms(w["start"]), "end": _ms(w["end"])} for w in r["windows"]] if r["windows"] else None
-            r = {KIND: "D", PHASE: 2, SUB: i, "dl_reason": r["reason"], "dl_record": r["record"],
+            r = {KIND: "D", PHASE: 2, ORDER: i, "dl_reason": r["reason"], "dl_record": r["record"],
                  "dl_watermark": _ms(r["watermark"]), "dl_windows": json.dumps(wins) if wins else None,
                  "dl_detail": r["detail"]}
         out.append(r)
     return out
 
 
-def _collect(batches: dict, p) -> ReplayResult:
-    panes, dead = [], []
-    is_global = isinstance(p.window, GlobalWindows)
+def _pane(r: dict, p: Pipeline) -> Pane:
+    """A pane row as the engine's pane (the global window's bounds: null in the row)."""
+    start = MIN_TIME if r["window_start"] is None else r["window_start"]
+    end = MAX_TIME if r["window_end"] is None else r["window_end"]
+    return Pane(tuple(r[k] for k in p.key), start, end, r["timing"], r["pane_index"], r["is_last"], r["retraction"],
+                tuple(r[a.output] for a in p.aggregates))
+
+
+def _dead_letter(r: dict) -> DeadLetter:
+    """A dead-letter row as the engine's dead letter (the record without panes' own columns)."""
+    record = {k: v for k, v in json.loads(r["dl_record"]).items() if not k.startswith("__panes")}
+    windows = tuple((w["start"], w["end"]) for w in json.loads(r["dl_windows"])) if r["dl_windows"] else ()
+    return DeadLetter(r["dl_reason"], record, r["dl_watermark"], windows, r["dl_detail"])
+
+
+def _collect(batches: dict, p: Pipeline) -> ReplayResult:
+    """The panes and dead letters of every micro-batch, in the order the engine emits them:
+    per micro-batch, by phase; within a phase, dead letters first, then panes in
+    ``emission_order``, then in the order each firing gave them."""
+    panes: list[dict] = []
+    dead: list[dict] = []
     for bid in sorted(batches):
         rows = batches[bid]
-
-        def order(r):
-            end = r["window_end"] if r["window_end"] is not None else 2**62
-            start = r["window_start"] if r["window_start"] is not None else -(2**62)
-            key = tuple(_sort_key(r[k]) for k in p.key)
-            return (r[PHASE], 0 if r[KIND] == "D" else 1, end, start, key, r[SUB])
-
-        letters = sorted([r for r in rows if r[KIND] == "D"], key=lambda r: (r[PHASE], r[SUB]))
-        for r in letters:
-            d = {"reason": r["dl_reason"], "record": {k: v for k, v in json.loads(r["dl_record"]).items()
-                                                      if not k.startswith("__panes")}}
-            if r["dl_watermark"] is not None:
-                d["watermark"] = format_instant(r["dl_watermark"])
-            if r["dl_windows"]:
-                wins = [{"start": format_instant(w["start"]), "end": format_instant(w["end"])}
-                        for w in json.loads(r["dl_windows"])]
-                d["window"], d["windows"] = wins[0], wins
-            if r["dl_detail"]:
-                d["detail"] = r["dl_detail"]
-            dead.append(d)
-        for r in sorted([r for r in rows if r[KIND] == "P"], key=order):
-            out = {k: r[k] for k in p.key}
-            out["window_start"] = None if is_global else format_instant(r["window_start"])
-            out["window_end"] = None if is_global else format_instant(r["window_end"])
-            for f in ("timing", "pane_index", "is_last", "retraction"):
-                out[f] = r[f]
-            for a in p.aggregates:
-                out[a.output] = r[a.output]
-            panes.append(out)
+        letters = sorted([r for r in rows if r[KIND] == "D"], key=lambda r: (r[PHASE], r[ORDER]))
+        dead.extend(dead_letter_record(_dead_letter(r)) for r in letters)
+        fired = [(r[PHASE], _pane(r, p), r[ORDER]) for r in rows if r[KIND] == "P"]
+        fired.sort(key=lambda f: (f[0], emission_order(f[1]), f[2]))
+        panes.extend(pane_record(pane, p) for _, pane, _ in fired)
     return ReplayResult(panes, dead, {})

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -60,29 +61,46 @@ def get_spark(master: str | None = None, shuffle_partitions: int = 2, conf: dict
     return spark
 
 
+#: the switch of ``plan_building``'s shortcuts: ``PANES_FAST_PLANNING=1`` in the environment turns
+#: them on (read as each block starts); off by default
+FAST_PLANNING = "PANES_FAST_PLANNING"
+
 _building = threading.Lock()
 _depth = 0
 _restore: list = []
+_patched: list[str] = []
+
+
+def fast_planning() -> bool:
+    """Whether ``plan_building`` patches PySpark (``FAST_PLANNING``)."""
+    return os.environ.get(FAST_PLANNING) == "1"
 
 
 @contextmanager
-def plan_building():
-    """Build Spark plans with fewer JVM round trips (each 0.1-0.3 ms; the plans panes builds make
-    hundreds, per micro-batch on the native streaming plan, and in a short batch query they were
-    most of what panes cost beyond plain Spark):
+def plan_building() -> Iterator[None]:
+    """A block in which panes builds Spark plans. With ``PANES_FAST_PLANNING=1`` (off by default),
+    with fewer JVM round trips (each 0.1-0.3 ms; the plans panes builds make hundreds, per
+    micro-batch on the native streaming plan), by patching private PySpark and py4j internals
+    while a block runs:
 
-    - without PySpark's call-site capture: PySpark (classic) records the Python call site of every
-      DataFrame function call for its error messages, at a few round trips per call; these would
-      all point into panes anyway (measured: a tumbling count+sum plan's build fell from about
-      0.45 s to 0.23 s);
+    - without PySpark's call-site capture (``pyspark.errors.utils._enable_debugging_cache``
+      set to False): PySpark (classic) records the Python call site of every DataFrame function
+      call for its error messages, at a few round trips per call; these would all point into
+      panes anyway;
     - with each JVM function PySpark calls while building a plan looked up once: it looks up
       Spark's ``functions`` (for ``F.col``, ``F.when``...) and ``PythonUtils.toSeq`` (for every
-      list of columns) by reflection, two round trips, on each call, then makes the call.
+      list of columns) by reflection, two round trips, on each call, then makes the call; the
+      block puts py4j ``JavaClass`` views that keep their ``JavaMember`` methods into the JVM
+      view's ``__dict__`` (``SparkContext._active_spark_context._jvm``).
 
     Both are process-wide while a block runs (nested or in several threads: the first to enter
-    sets them, the last to leave restores them); user code (callbacks) runs outside. Another
-    PySpark without these internals is left alone."""
+    sets them, the last to leave restores them); user code (callbacks) runs outside. ``patches()``
+    says what is patched; ``tests/spark/test_plan_building.py`` fails on a PySpark whose internals
+    changed."""
     global _depth
+    if not fast_planning():
+        yield
+        return
     with _building:
         if _depth == 0:
             _restore[:] = _speed_up()
@@ -96,11 +114,23 @@ def plan_building():
                 for undo in _restore:
                     undo()
                 _restore.clear()
+                _patched.clear()
+
+
+def patches() -> list[str]:
+    """What ``plan_building`` has patched now: "call sites" (the call-site capture off) and the JVM
+    classes whose members are looked up once (``HOT_CLASSES``); empty: PySpark as it was."""
+    return list(_patched)
+
+
+def active_blocks() -> int:
+    """How many ``plan_building`` blocks that patched PySpark run now (in any thread)."""
+    return _depth
 
 
 #: classes whose members PySpark looks up on each call: its functions (``F.col``, ``F.when``...,
 #: under two names) and the list-to-Seq conversion of every select, groupBy, agg and struct
-_HOT_CLASSES = ("org.apache.spark.sql.functions", "functions", "PythonUtils")
+HOT_CLASSES = ("org.apache.spark.sql.functions", "functions", "PythonUtils")
 
 
 def _speed_up() -> list:
@@ -112,6 +142,7 @@ def _speed_up() -> list:
         before = U._enable_debugging_cache
         U._enable_debugging_cache = False
         undo.append(lambda: setattr(U, "_enable_debugging_cache", before))
+        _patched.append("call sites")
     from pyspark import SparkContext
 
     sc = SparkContext._active_spark_context
@@ -123,9 +154,8 @@ def _speed_up() -> list:
         if name not in jvm.__dict__:  # a JVM view answers an unknown name with a round trip
             jvm.__dict__[name] = cls
             undo.append(lambda name=name: jvm.__dict__.pop(name, None))
+            _patched.append(name)
     return undo
-
-
 _classes: dict[int, tuple] = {}  # id of a JVM view -> (the view, {name: class with members looked up once})
 
 
@@ -142,7 +172,7 @@ def _classes_of(jvm) -> dict:
                 return m
 
         found = {}
-        for name in _HOT_CLASSES:
+        for name in HOT_CLASSES:
             try:
                 cls = getattr(jvm, name)
             except Exception:  # (py4j raises its own error for a name the JVM does not know)

@@ -16,19 +16,41 @@ from __future__ import annotations
 
 import json
 import pickle
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-from ..core.engine import TS as CORE_TS, Engine, EngineState
+from ..core import rules
+from ..core.engine import TS as CORE_TS
+from ..core.engine import DeadLetter, Engine, EngineState, Pane
+from ..core.output import pane_columns
 from ..core.pipeline import Pipeline
 from ..core.time import END_OF_INPUT, MAX_TIME, MIN_TIME
-from ..core.windows import GlobalWindows
-from .columns import ACTIVE, CLOCK, DETAIL, INVALID, NUM, SPARK_END_MS, TS
+from .columns import (
+    ACTIVE,
+    CLOCK,
+    DETAIL,
+    EMISSION_ORDER,
+    EMISSION_PHASE,
+    INVALID,
+    NUM,
+    SPARK_END_MS,
+    TS,
+    pane_schema,
+)
 
-KIND, PHASE, SUB = "__panes_kind", "__panes_phase", "__panes_sub"
+#: what an output row of the processor is: "P", a pane, or "D", a dead letter
+KIND = "__panes_kind"
+PHASE, ORDER = EMISSION_PHASE, EMISSION_ORDER
+#: a dead letter's columns in the processor's output (its watermark in ms, its record and
+#: windows as JSON)
+DEAD_LETTER_COLUMNS = ("dl_reason", "dl_record", "dl_watermark", "dl_windows", "dl_detail")
+_WINDOWS_JSON = "array<struct<start:long,end:long>>"
 
 
 def _clean(v):
@@ -71,7 +93,6 @@ class BucketProcessor(StatefulProcessor):
         self.integral = set(integral_columns)
         self.integral_outputs = set(integral_outputs)
         self.engine = Engine(pipeline)
-        self.is_global = isinstance(pipeline.window, GlobalWindows)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -142,7 +163,8 @@ class BucketProcessor(StatefulProcessor):
             if invalid.any():
                 bad = pdf[invalid].reset_index(drop=True)
                 for i, (reason, detail) in enumerate(zip(bad[INVALID], bad[DETAIL])):
-                    out.append(self._letter_row(2, reason, self._record(bad, i), None, None, detail, -len(bad) + i))
+                    letter = DeadLetter(reason, self._record(bad, i), detail=detail)
+                    out.append(self._letter_row(2, letter, -len(bad) + i))
                 pdf = pdf[~invalid]
         if len(pdf):
             batch = pdf.rename(columns={TS: CORE_TS}).reset_index(drop=True)
@@ -156,7 +178,7 @@ class BucketProcessor(StatefulProcessor):
                 # clock is set back): a stamp before the latest one this bucket saw counts as
                 # that one, as on the native plan (``NativeStep.on_time``: the stream's latest)
                 # and in the core's replay (its clock)
-                batch[CORE_TS] = np.maximum(batch[CORE_TS], st.max_event_time)
+                batch[CORE_TS] = rules.ingestion_stamp(batch[CORE_TS], st.max_event_time, rules.ARRAY)
             res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch, i))
             self._panes(res.panes, 2, out)
             self._letters(res.dead_letters, 2, out)
@@ -189,43 +211,32 @@ class BucketProcessor(StatefulProcessor):
                 out[c] = v
         return out
 
-    def _panes(self, panes, phase: int, out: list) -> None:
+    def _panes(self, panes: list[Pane], phase: int, out: list) -> None:
         """Pane rows, built column by column (one frame per call, no dict per row)."""
         if not panes:
             return
-        p = self.pipeline
         n = len(panes)
-        cols: dict = {KIND: ["P"] * n, PHASE: [phase] * n, SUB: list(range(n))}
-        for j, name in enumerate(p.key):
-            cols[name] = [pane.key[j] for pane in panes]
-        cols["window_start"] = [None] * n if self.is_global else [pane.window_start for pane in panes]
-        cols["window_end"] = [None] * n if self.is_global else [pane.window_end for pane in panes]
-        cols["timing"] = [pane.timing for pane in panes]
-        cols["pane_index"] = [pane.pane_index for pane in panes]
-        cols["is_last"] = [pane.is_last for pane in panes]
-        cols["retraction"] = [pane.retraction for pane in panes]
-        for j, a in enumerate(p.aggregates):
-            vals = [pane.values[j] for pane in panes]
+        cols: dict = {KIND: ["P"] * n, PHASE: [phase] * n, ORDER: list(range(n)), **pane_columns(panes, self.pipeline)}
+        for a in self.pipeline.aggregates:
             if a.output in self.integral_outputs:  # integer input with nulls arrives as float64
-                vals = [int(v) if isinstance(v, float) and v.is_integer() else v for v in vals]
-            cols[a.output] = vals
+                cols[a.output] = [int(v) if isinstance(v, float) and v.is_integer() else v for v in cols[a.output]]
         out.append(cols)
 
-    def _letters(self, letters, phase: int, out: list) -> None:
+    def _letters(self, letters: list[DeadLetter], phase: int, out: list) -> None:
         for i, d in enumerate(letters):
-            wins = [{"start": s, "end": e} for s, e in d.windows] if d.windows else None
-            out.append(self._letter_row(phase, d.reason, d.record, d.watermark, wins, d.detail, i))
+            out.append(self._letter_row(phase, d, i))
 
-    def _letter_row(self, phase, reason, record, watermark, windows, detail, sub=0) -> dict:
+    def _letter_row(self, phase: int, d: DeadLetter, order: int = 0) -> dict:
         """A one-row block of columns for a dead letter."""
-        return {KIND: ["D"], PHASE: [phase], SUB: [sub], "dl_reason": [reason],
-                "dl_record": [json.dumps(record, default=str, sort_keys=False)],
-                "dl_watermark": [None if watermark is None or watermark <= MIN_TIME or watermark >= MAX_TIME else watermark],
-                "dl_windows": [json.dumps(windows) if windows else None], "dl_detail": [detail]}
+        finite = d.watermark is not None and MIN_TIME < d.watermark < MAX_TIME
+        windows = [{"start": s, "end": e} for s, e in d.windows] if d.windows else None
+        values = (str(d.reason), json.dumps(d.record, default=str, sort_keys=False), d.watermark if finite else None,
+                  json.dumps(windows) if windows else None, d.detail)
+        return {KIND: ["D"], PHASE: [phase], ORDER: [order], **{c: [v] for c, v in zip(DEAD_LETTER_COLUMNS, values)}}
 
     def _frame(self, blocks: list[dict]) -> pd.DataFrame:
         """Blocks of columns (panes, dead letters) to one frame with every output column; the
-        order within a phase is kept in SUB for the replay's ordering."""
+        order within a phase is kept in ORDER for the replay's ordering."""
         columns: dict = {c: [] for c in self.output_columns}
         for b in blocks:
             n = len(b[KIND])
@@ -233,3 +244,43 @@ class BucketProcessor(StatefulProcessor):
                 v = b.get(c)
                 columns[c].extend(v if v is not None else [None] * n)
         return pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in columns.items()})
+
+
+# -- the processor's output as DataFrames -----------------------------------------------------------------
+
+
+def output_schema(p: Pipeline, schema: ST.StructType) -> ST.StructType:
+    """The processor's output rows: kind, emission order, the pane columns (window bounds in ms),
+    the dead-letter columns."""
+    fields = [ST.StructField(KIND, ST.StringType()), ST.StructField(PHASE, ST.IntegerType()),
+              ST.StructField(ORDER, ST.LongType())]
+    for f in pane_schema(p, schema).fields:
+        bounds = f.name in ("window_start", "window_end")
+        fields.append(ST.StructField(f.name, ST.LongType() if bounds else f.dataType, True))
+    types = (ST.StringType(), ST.StringType(), ST.LongType(), ST.StringType(), ST.StringType())
+    fields += [ST.StructField(c, t) for c, t in zip(DEAD_LETTER_COLUMNS, types)]
+    return ST.StructType(fields)
+
+
+def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
+    """The panes of the processor's output."""
+    cols = []
+    for f in pane_schema(p, schema).fields:
+        if f.name in ("window_start", "window_end"):
+            cols.append(F.timestamp_millis(F.col(f.name)).alias(f.name))
+        else:
+            cols.append(F.col(f.name))
+    return combined.filter(F.col(KIND) == "P").select(*cols)
+
+
+def dead_letters_of(combined: DataFrame) -> DataFrame:
+    """The dead letters of the processor's output."""
+    wins = F.from_json(F.col("dl_windows"), _WINDOWS_JSON)
+    return combined.filter(F.col(KIND) == "D").select(
+        F.col("dl_reason").alias("reason"),
+        F.col("dl_record").alias("record"),
+        F.timestamp_millis(F.col("dl_watermark")).alias("watermark"),
+        F.transform(wins, lambda w: F.struct(F.timestamp_millis(w["start"]).alias("start"),
+                                             F.timestamp_millis(w["end"]).alias("end"))).alias("windows"),
+        F.col("dl_detail").alias("detail"),
+    )

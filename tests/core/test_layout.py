@@ -2,8 +2,7 @@
 lines, no function over 60 lines, no private (leading underscore) name used across modules, and the
 layers: the core, the spec and the scenarios import neither panes.spark nor pyspark.
 
-``CHECKED`` lists what the size and private-name rules cover; widen it to all of ``panes/`` once every
-part of it follows them."""
+``CHECKED``, what the size and private-name rules cover, is all of ``panes/``."""
 
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ def _sources(*parts: str) -> list[Path]:
 
 
 #: the size and private-name rules
-CHECKED = _sources("core", "spec", "spec.py", "scenario.py", "replay.py")
+CHECKED = [p for p in sorted(PANES.rglob("*.py")) if p.name != "runner.py"]  # runner: being rewritten (issue 26)
 #: the layer rule: below panes.spark
 BELOW_SPARK = _sources("core", "spec", "spec.py", "scenario.py")
 FORBIDDEN_IMPORTS = ("panes.spark", "pyspark", "py4j")
@@ -118,7 +117,8 @@ def _id(path: Path) -> str:
 def test_the_rules_cover_the_core_spec_and_scenarios():
     names = {module_name(p) for p in CHECKED}
     assert {"panes.core.engine.engine", "panes.core.triggers.machine", "panes.core.windows.registry",
-            "panes.core.aggregates.registry", "panes.core.rules", "panes.scenario", "panes.replay"} <= names
+            "panes.core.aggregates.registry", "panes.core.rules", "panes.scenario", "panes.replay",
+            "panes.spark.native.store", "panes.cli"} <= names
     assert "panes.spec" in names
     assert set(BELOW_SPARK) < set(CHECKED)
 

@@ -1,6 +1,7 @@
 """A native stream's micro-batches reuse the code Spark generated for the ones before: a step's
 watermark is never a literal in its plans (Spark writes a literal number into the code of a stage,
-so each new watermark made it compile the step's stages again, twice each; see native.py)."""
+so each new watermark made it compile the step's stages again, twice each; see
+native/expressions.py)."""
 
 import datetime as dt
 
@@ -8,7 +9,7 @@ import pytest
 
 from panes import pipeline
 from panes.spark.native import NativeStep, NativeStream
-from panes.spark.planner import _prepare
+from panes.spark.planner import prepare
 
 T0 = dt.datetime(2024, 1, 1)
 
@@ -47,7 +48,7 @@ def test_a_new_watermark_compiles_no_new_code(spark, tmp_path, kind):
         path = str(tmp_path / f"in{i}")
         # (from files: Spark computes a plan over an in-memory relation in its optimizer, no code)
         spark.createDataFrame(rows, schema).coalesce(1).write.parquet(path)
-        batch = _prepare(spark.read.schema(schema).parquet(path), p, 0).withColumns(step.row_columns())
+        batch = prepare(spark.read.schema(schema).parquet(path), p, 0).withColumns(step.row_columns())
         before = _compiled(spark)
         stream.run(batch, i,
                    lambda df, b: panes.extend((r.k, r.window_start.second, r.timing, r.retraction, r.n, r.total)

@@ -23,7 +23,7 @@ def _stepper(spark, tmp_path, spec: dict, batches: list):
     n, total) and dead letters (reason, record), sorted."""
     p = pipeline(spec)
     results = [window_stream(spark.createDataFrame(b, SCHEMA), p, ingestion=F.col("it")) for b in batches]
-    stream = NativeStream(results[0].native, str(tmp_path))
+    stream = NativeStream(results[0].step, str(tmp_path))
 
     def run(i):
         got: list = []
@@ -61,7 +61,7 @@ def test_an_event_time_stream_keeps_every_column_for_its_late_records(spark, tmp
     # ... but not the event time, punctuation, clock and Spark watermark columns: the step reads
     # the row columns made of them
     assert not {TS, PUNCT, CLOCK, WMARK} & set(results[0].source.columns)
-    stream = NativeStream(results[0].native, str(tmp_path))
+    stream = NativeStream(results[0].step, str(tmp_path))
     dead: list = []
     for i, r in enumerate(results):
         stream.run(r.source, i, lambda df, b: None,
@@ -122,12 +122,12 @@ def test_the_stateful_processor_counts_a_stamp_before_the_latest_as_it(event_tim
     import pandas as pd
 
     from panes.spark.columns import DETAIL, INVALID, TS
-    from panes.spark.stateful import KIND, PHASE, SUB, BucketProcessor
+    from panes.spark.stateful import KIND, ORDER, PHASE, BucketProcessor
 
     spec = dict(SPEC, window={"tumbling": {"size": "10 seconds"}})
     if event_time:
         spec["event_time"] = event_time
-    out_cols = [KIND, PHASE, SUB, "k", "window_start", "window_end", "timing",
+    out_cols = [KIND, PHASE, ORDER, "k", "window_start", "window_end", "timing",
                 "pane_index", "is_last", "retraction", "n", "total",
                 "dl_reason", "dl_record", "dl_watermark", "dl_windows", "dl_detail"]
     proc = BucketProcessor(pipeline(spec), ["k", "v", "it"], out_cols)

@@ -5,40 +5,41 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from panes.spark.native import DEAD, GOT, NativeStream
+from panes.spark.native import NativeStream
+from panes.spark.native.names import IS_DEAD_LETTER, ROW_WATERMARK
 
 
 def _table(got, dead):
-    return pa.table({"k": pa.array(["a"] * len(got)), GOT: pa.array(got, pa.int64()), DEAD: pa.array(dead, pa.int32())})
+    return pa.table({"k": pa.array(["a"] * len(got)), ROW_WATERMARK: pa.array(got, pa.int64()), IS_DEAD_LETTER: pa.array(dead, pa.int32())})
 
 
 def test_metrics_from_footer_statistics(spark, tmp_path):
     pq.write_table(_table([5, None, 17], [0, 0, 0]), tmp_path / "part-0.parquet")
     pq.write_table(_table([None, 3], [None, 1]), tmp_path / "part-1.parquet")
-    assert NativeStream._metrics(spark, tmp_path) == (17, 1)
+    assert NativeStream.metrics(spark, tmp_path) == (17, 1)
 
 
 def test_metrics_without_statistics_fall_back_to_spark(spark, tmp_path):
     pq.write_table(_table([5, 42], [0, 0]), tmp_path / "part-0.parquet", write_statistics=False)
     pq.write_table(_table([None], [None]), tmp_path / "part-1.parquet")
-    assert NativeStream._metrics(spark, tmp_path) == (42, 0)
+    assert NativeStream.metrics(spark, tmp_path) == (42, 0)
 
 
 def test_metrics_of_rows_that_carry_no_watermark(spark, tmp_path):
     # an empty micro-batch (or one of malformed rows only): no watermark value, the flag as written
     pq.write_table(_table([], []), tmp_path / "part-0.parquet")
     pq.write_table(_table([None], [1]), tmp_path / "part-1.parquet")
-    assert NativeStream._metrics(spark, tmp_path) == (None, 1)
+    assert NativeStream.metrics(spark, tmp_path) == (None, 1)
 
 
 def test_spark_writes_the_statistics_the_fast_path_reads(spark, tmp_path):
-    df = spark.createDataFrame([(1, 0), (9, 1), (None, 0)], f"{GOT} long, {DEAD} int").coalesce(1)
+    df = spark.createDataFrame([(1, 0), (9, 1), (None, 0)], f"{ROW_WATERMARK} long, {IS_DEAD_LETTER} int").coalesce(1)
     df.write.parquet(str(tmp_path / "t"))
     files = list((tmp_path / "t").glob("*.parquet"))
     md = pq.read_metadata(files[0])
-    st = md.row_group(0).column(md.schema.names.index(GOT)).statistics
+    st = md.row_group(0).column(md.schema.names.index(ROW_WATERMARK)).statistics
     assert st is not None and st.has_min_max and st.max == 9 and st.null_count == 1
-    assert NativeStream._metrics(spark, tmp_path / "t") == (9, 1)
+    assert NativeStream.metrics(spark, tmp_path / "t") == (9, 1)
 
 
 def _rows(spark, rows):
@@ -50,7 +51,7 @@ def _stepper(spark, tmp_path, spec: dict, batches: list):
     window start second, n, total) and dead letters, sorted."""
     from panes import pipeline
     from panes.spark.native import NativeStep
-    from panes.spark.planner import _prepare
+    from panes.spark.planner import prepare
 
     p = pipeline(spec)
     step = NativeStep(p, _rows(spark, batches[0]).schema, ["k", "ts", "v"])
@@ -58,7 +59,7 @@ def _stepper(spark, tmp_path, spec: dict, batches: list):
 
     def run(i):
         got: list = []
-        stream.run(_prepare(_rows(spark, batches[i]), p, 0).withColumns(step.row_columns()), i,
+        stream.run(prepare(_rows(spark, batches[i]), p, 0).withColumns(step.row_columns()), i,
                    lambda df, b: got.extend((r.k, r.window_start.second, r.n, r.total) for r in df.collect()),
                    lambda df, b: got.extend(("dead", r.reason) for r in df.collect()))
         return sorted(got, key=str)
@@ -97,9 +98,9 @@ def test_steps_that_add_tables_run_again_and_keep_the_tables_they_need(spark, tm
     import datetime as dt
     import json
 
-    from panes.spark import native
+    from panes.spark.native import store
 
-    monkeypatch.setattr(native, "SMALL_STATE_ROWS", 0)
+    monkeypatch.setattr(store, "SMALL_STATE_ROWS", 0)
     t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
     batches = [[("a", t(1), 1), ("b", t(3), 2), ("c", t(15), 8)], [("a", t(4), 4)], [("b", t(5), 16)],
                [("a", t(9), 32), ("b", t(41), 64), ("d", t(42), 128)], [("c", t(75), 256)]]
@@ -141,23 +142,23 @@ def test_when_a_step_rewrites_the_open_windows_into_one_table(spark, tmp_path):
         return {"path": "v0/windows", "rows": rows, "ends": (lo, hi)}
 
     # 30k rows whose windows end at 60 s or later; the watermark at 20 s, 5 s on in the step before
-    assert s._rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is False
-    assert s._rewrites([t(60_000, 90_000, 30_000), t(60_000, 70_000, 29_999)], 20_000, 5_000) is False
+    assert s.rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is False
+    assert s.rewrites([t(60_000, 90_000, 30_000), t(60_000, 70_000, 29_999)], 20_000, 5_000) is False
     # a window that expires (end + 5 s lateness) by 30 s, two such moves on; one already expired
-    assert s._rewrites([t(25_000, 90_000, 30_000)], 20_000, 5_000) is True
-    assert s._rewrites([t(26_000, 90_000, 30_000)], 20_000, 5_000) is False
-    assert s._rewrites([t(60_000, 90_000, 30_000), t(10_000, 70_000, 10)], 20_000, 5_000) is True
+    assert s.rewrites([t(25_000, 90_000, 30_000)], 20_000, 5_000) is True
+    assert s.rewrites([t(26_000, 90_000, 30_000)], 20_000, 5_000) is False
+    assert s.rewrites([t(60_000, 90_000, 30_000), t(10_000, 70_000, 10)], 20_000, 5_000) is True
     # the tables added hold as many rows as the oldest; few rows; 8 tables; unknown statistics
-    assert s._rewrites([t(60_000, 90_000, 30_000), t(60_000, 70_000, 30_000)], 20_000, 5_000) is True
-    assert s._rewrites([t(60_000, 90_000, 20_000)], 20_000, 5_000) is True
-    assert s._rewrites([t(60_000, 90_000, 30_000)] + [t(60_000, 90_000, 10)] * 7, 20_000, 5_000) is True
-    assert s._rewrites([t(60_000, 90_000, 30_000) | {"rows": None}], 20_000, 5_000) is True
-    assert s._rewrites([t(60_000, 90_000, 30_000) | {"ends": None}], 20_000, 5_000) is True
+    assert s.rewrites([t(60_000, 90_000, 30_000), t(60_000, 70_000, 30_000)], 20_000, 5_000) is True
+    assert s.rewrites([t(60_000, 90_000, 20_000)], 20_000, 5_000) is True
+    assert s.rewrites([t(60_000, 90_000, 30_000)] + [t(60_000, 90_000, 10)] * 7, 20_000, 5_000) is True
+    assert s.rewrites([t(60_000, 90_000, 30_000) | {"rows": None}], 20_000, 5_000) is True
+    assert s.rewrites([t(60_000, 90_000, 30_000) | {"ends": None}], 20_000, 5_000) is True
     # sessions, and triggers that fire, always rewrite
-    assert stream({**base, "window": {"session": {"gap": "10 seconds"}}})._rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is True
+    assert stream({**base, "window": {"session": {"gap": "10 seconds"}}}).rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is True
     early = {**base, "window": {"tumbling": {"size": "10 seconds"}},
              "trigger": {"after_watermark": {"early": {"after_count": 2}}}}
-    assert stream(early)._rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is True
+    assert stream(early).rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is True
 
 
 _TYPED = "k string, ts timestamp, name string, d date, x double, at timestamp, dec decimal(10,2)"
@@ -168,7 +169,7 @@ def _typed_run(spark, tmp_path, aggregates: dict, batches: list):
     the panes of each micro-batch as dicts."""
     from panes import pipeline
     from panes.spark.native import NativeStep
-    from panes.spark.planner import _prepare
+    from panes.spark.planner import prepare
 
     p = pipeline({"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
                   "aggregates": aggregates})
@@ -177,7 +178,7 @@ def _typed_run(spark, tmp_path, aggregates: dict, batches: list):
     out = []
     for i, b in enumerate(batches):
         got: list = []
-        stream.run(_prepare(spark.createDataFrame(b, _TYPED), p, 0).withColumns(step.row_columns()), i,
+        stream.run(prepare(spark.createDataFrame(b, _TYPED), p, 0).withColumns(step.row_columns()), i,
                    lambda df, j: got.extend(r.asDict() for r in df.collect()), lambda df, j: None)
         out.append(sorted(got, key=lambda r: r["k"]))
     return out
@@ -197,9 +198,9 @@ def _typed_batches():
 def _tables(monkeypatch, how: str) -> None:
     """The steps' tables after the first ``collected`` to the driver or ``written_by_spark``
     (a micro-batch made with createDataFrame has no size estimate: it would be written)."""
-    from panes.spark import native
+    from panes.spark.native import store
 
-    monkeypatch.setattr(native, "COLLECT_INPUT_BYTES", 1 << 100 if how == "collected" else -1)
+    monkeypatch.setattr(store, "COLLECT_INPUT_BYTES", 1 << 100 if how == "collected" else -1)
 
 
 def test_tables_collected_to_the_driver_read_back_as_spark_wrote_them(spark, tmp_path, monkeypatch):

@@ -136,15 +136,15 @@ def table_writes(request, monkeypatch):
     collected table is handed to the next step and the panes as a local relation, or for odd
     seeds (``LOCAL_ROWS`` -1) read back from its Parquet file; a table written by Spark is
     always read back."""
-    from panes.spark import native
+    from panes.spark.native import store
 
     local = request.param == "collected" and request.node.callspec.params["seed"] % 2 == 0
     if request.param == "written_by_spark":
-        monkeypatch.setattr(native, "COLLECT_ROWS", -1)
+        monkeypatch.setattr(store, "COLLECT_ROWS", -1)
     if not local:
-        monkeypatch.setattr(native, "LOCAL_ROWS", -1)
-    decisions = _decisions(monkeypatch, "_collects")
-    relations = _decisions(monkeypatch, "_local_relation")
+        monkeypatch.setattr(store, "LOCAL_ROWS", -1)
+    decisions = _decisions(monkeypatch, "collects")
+    relations = _decisions(monkeypatch, "local_relation")
     yield decisions
     assert decisions and not decisions[0]  # (the first step: the table's types not known yet)
     assert any(decisions) == (request.param == "collected")
@@ -258,12 +258,12 @@ def tables_added(monkeypatch):
     """Native steps add their rows' partials as a table of their own whenever they may (no rewrite
     for a small state or for windows about to close; one at 3 tables, or when the added tables
     hold as many rows as the oldest): the decisions taken, per step (True: a rewrite)."""
-    from panes.spark import native
+    from panes.spark.native import store
 
-    monkeypatch.setattr(native, "SMALL_STATE_ROWS", 0)
-    monkeypatch.setattr(native, "MAX_TABLES", 3)
-    monkeypatch.setattr(native, "CLOSING_STEPS", None)
-    return _decisions(monkeypatch, "_rewrites")
+    monkeypatch.setattr(store, "SMALL_STATE_ROWS", 0)
+    monkeypatch.setattr(store, "MAX_TABLES", 3)
+    monkeypatch.setattr(store, "CLOSING_STEPS", None)
+    return _decisions(monkeypatch, "rewrites")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 4, 5, 8, 9])
@@ -286,7 +286,7 @@ def test_global_window_timelines_same_when_steps_add_tables(spark, seed, monkeyp
         tables_seen.append(len(tables))
         return not tables
 
-    monkeypatch.setattr(native.NativeStream, "_rewrites", never)
+    monkeypatch.setattr(native.NativeStream, "rewrites", never)
     scenario = _random_default_trigger_scenario(seed)
     scenario["pipeline"]["window"] = "global"
     _same_on_native_plan_and_core(spark, load_scenario(scenario))

@@ -1,0 +1,95 @@
+"""What a step's windows give: the panes of those that close (or fire), and the state of those
+that stay open."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ...core import rules
+from ...core.time import END_OF_INPUT
+from ..columns import EMISSION_ORDER, EMISSION_PHASE, cast_to, output_type
+from ..ops import COLUMN, SQL, Sql
+from .expressions import constants, step_value, where
+from .fixed import FixedPlan
+from .names import CREATED_LATE, IS_DEAD_LETTER, ROW_WATERMARK, WATERMARK_AFTER, WATERMARK_BEFORE, WINDOW_END
+
+if TYPE_CHECKING:
+    from .step import NativeStep
+
+
+class Output:
+    """The panes and open windows of a step (``NativeStep.closed``, ``due``, ``open``)."""
+
+    def __init__(self, step: NativeStep):
+        self.step = step
+
+    def window_columns(self) -> list[Column]:
+        """The key and the reported window bounds of a pane row."""
+        return [*[F.col(k) for k in self.step.p.key], *self.step.windows.reported_bounds()]
+
+    def closing_pane_columns(self, ordered: bool) -> list[Column]:
+        """The pane rows of the default trigger's closed windows (WINDOW_START, WINDOW_END,
+        CREATED_LATE, the partials): one pane per window, ON_TIME unless the window was created
+        late (``rules.pane_timing``: a window that closes has passed its end). ``ordered``: with
+        the engine's emission order."""
+        s = self.step
+        cols = [
+            *self.window_columns(),
+            rules.pane_timing(F.col(CREATED_LATE), True, COLUMN).alias("timing"),
+            F.lit(0).cast("long").alias("pane_index"),
+            F.lit(True).alias("is_last"),
+            F.lit(False).alias("retraction"),
+            *[cast_to(pt.final, output_type(a.fn, s.schema)).alias(a.output) for a, pt in zip(s.p.aggregates, s.parts)],
+        ]
+        return cols + [F.lit(3).alias(EMISSION_PHASE), F.lit(0).alias(EMISSION_ORDER)] if ordered else cols
+
+    def _expiry(self, end: Sql) -> Sql:
+        return rules.expiry(end, self.step.p.allowed_lateness, SQL)
+
+    def closed(self, windows: DataFrame, wm: int, ordered: bool = False, table: bool = False) -> DataFrame:
+        """The panes of the step: for the default trigger, of the windows the watermark ``wm``
+        closed; for after_watermark, what fired (``ordered``: with the engine's emission order).
+        ``table``: ``windows`` is a stream step's table, with its group of rows in no window
+        (null bounds, see ``LateSplit.on_time``), left out here."""
+        s = self.step
+        if s.firing is not None:
+            if table:
+                windows = windows.filter(F.col(WINDOW_END).isNotNull())
+            return s.firing.fired_panes(windows, wm, ordered)
+        panes = s.memo(("panes", ordered), lambda: self.closing_pane_columns(ordered))
+        # (at the end of the input every window is due: no filter to evaluate per row but
+        # the one of the null bounds; the expiry test is null for them, so false)
+        if wm >= END_OF_INPUT:
+            return (windows.filter(F.col(WINDOW_END).isNotNull()) if table else windows).select(*panes)
+        # (the watermark not a literal: see ``expressions.where``)
+        closes = rules.is_expired(Sql(WINDOW_END), s.p.allowed_lateness, step_value(WATERMARK_AFTER), SQL)
+        return windows.select(*panes, where(closes, {WATERMARK_AFTER: wm}))
+
+    def due(self, windows: DataFrame, wm_before: int, wm: int, ordered: bool = False) -> DataFrame:
+        """The panes of a step whose kept windows are in several tables (``capability.appends``):
+        ``windows``, their union, holds a window's partials in as many rows as tables. The
+        windows that expire in this step (the watermark went from ``wm_before`` to ``wm``; the
+        earlier ones gave their pane before) with their partials merged."""
+        s = self.step
+        assert isinstance(s.windows, FixedPlan)
+        expiry = s.memo("expiry", lambda: s.expiry(F.col(WINDOW_END)))
+        due = constants(windows, {WATERMARK_BEFORE: wm_before, WATERMARK_AFTER: wm})  # (see ``expressions``)
+        expiring = (expiry > F.col(WATERMARK_BEFORE)) & (expiry <= F.col(WATERMARK_AFTER))
+        merged = s.windows.merged(s, due.filter(expiring))
+        return merged.select(*s.memo(("panes", ordered), lambda: self.closing_pane_columns(ordered)))
+
+    def open(self, windows: DataFrame, wm: int, metrics: bool = False) -> DataFrame:
+        """The windows a step leaves open, read back from its table with the watermark after it,
+        ``wm`` (the group of rows in no window left out: its expiry test is null; ``metrics``:
+        with null ROW_WATERMARK and IS_DEAD_LETTER, to merge with ``LateSplit.on_time``)."""
+        s = self.step
+        if s.firing is not None:
+            windows = s.firing.watermark_moved(windows.filter(F.col(WINDOW_END).isNotNull()), wm)
+        extra = s.memo("no_metrics", lambda: [F.lit(None).cast("long").alias(ROW_WATERMARK),
+                                              F.lit(None).cast("int").alias(IS_DEAD_LETTER)]) if metrics else []
+        # (the watermark not a literal: see ``expressions.where``)
+        stays = self._expiry(Sql(WINDOW_END)) > step_value(WATERMARK_AFTER)
+        return windows.select(*s.state_columns, *extra, where(stays, {WATERMARK_AFTER: wm}))

@@ -1,0 +1,148 @@
+"""What ``panes.window()`` returns, one type per mode: ``BoundedResult`` (bounded input: the panes and
+dead letters as DataFrames), ``NativeStreamResult`` (streaming input on the native plan:
+``write_stream`` runs it) and ``StatefulStreamResult`` (streaming input on the stateful plan:
+streaming DataFrames of panes and dead letters, and ``write_stream``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import types as ST
+
+from ..core.pipeline import Pipeline
+from .session import plan_building
+from .stateful import dead_letters_of, panes_of
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming import StreamingQuery
+
+    from .native.step import NativeStep
+
+#: a callback ``f(df, batch_id)`` of ``write_stream``
+Callback = Callable[[DataFrame, int], Any]
+
+
+class WindowedResult:
+    """The result of ``window()``: ``plan`` says which plan runs it, and why."""
+
+    def __init__(self, plan: str):
+        self.plan = plan
+
+    @property
+    def panes(self) -> DataFrame:
+        raise NotImplementedError
+
+    @property
+    def dead_letters(self) -> DataFrame:
+        raise NotImplementedError
+
+    def write_stream(self, on_panes: Callback, on_dead_letters: Callback, checkpoint: str,
+                     query_name: str | None = None, ordered: bool = False, **trigger: Any) -> StreamingQuery:
+        """Start one streaming query that hands each micro-batch's panes and dead letters to the
+        two callbacks ``f(df, batch_id)``. ``trigger`` is passed to ``DataStreamWriter.trigger``.
+        ``ordered`` (native plan): the panes carry the engine's emission order (for replays)."""
+        raise ValueError("write_stream is for streaming input; write .panes and .dead_letters directly")
+
+    @staticmethod
+    def _start(source: DataFrame, each: Callback, checkpoint: str, query_name: str | None,
+               trigger: dict[str, Any]) -> StreamingQuery:
+        w = source.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint)
+        if query_name:
+            w = w.queryName(query_name)
+        if trigger:
+            w = w.trigger(**trigger)
+        return w.start()
+
+
+class BoundedResult(WindowedResult):
+    """Bounded input: the final answer, ``panes`` and ``dead_letters`` as DataFrames."""
+
+    def __init__(self, plan: str, panes: DataFrame, dead_letters: DataFrame | Callable[[], DataFrame]):
+        super().__init__(plan)
+        # (dead letters may come as a function: planned when first asked for, as planning costs
+        # JVM round trips)
+        self._panes, self._dead_letters = panes, dead_letters
+
+    @property
+    def panes(self) -> DataFrame:
+        return self._panes
+
+    @property
+    def dead_letters(self) -> DataFrame:
+        if callable(self._dead_letters):
+            with plan_building():
+                self._dead_letters = self._dead_letters()
+        return self._dead_letters
+
+
+class NativeStreamResult(WindowedResult):
+    """Streaming input on the native plan: the windows are computed per micro-batch in
+    ``foreachBatch``; ``write_stream`` runs it. There is no streaming DataFrame of panes to hand
+    out (``plan="stateful"`` gives one, e.g. to chain further streaming operators). ``step``:
+    the native step; ``source``: the prepared stream it runs on."""
+
+    def __init__(self, plan: str, step: NativeStep, source: DataFrame):
+        super().__init__(plan)
+        self.step = step
+        self.source = source
+
+    def _none(self, what: str) -> ValueError:
+        return ValueError(f"the native streaming plan has no streaming DataFrame of {what}: run it with "
+                          f"write_stream(on_panes, on_dead_letters, checkpoint), or pass plan='stateful'")
+
+    @property
+    def panes(self) -> DataFrame:
+        raise self._none("panes")
+
+    @property
+    def dead_letters(self) -> DataFrame:
+        raise self._none("dead letters")
+
+    def write_stream(self, on_panes: Callback, on_dead_letters: Callback, checkpoint: str,
+                     query_name: str | None = None, ordered: bool = False, **trigger: Any) -> StreamingQuery:
+        """See ``WindowedResult.write_stream``; ``on_dead_letters`` is called only for a
+        micro-batch that has some."""
+        from .native.store import NativeStream
+
+        stream = NativeStream(self.step, checkpoint, ordered)
+
+        def each(batch: DataFrame, batch_id: int) -> None:
+            stream.run(batch, batch_id, on_panes, on_dead_letters)
+
+        return self._start(self.source, each, checkpoint, query_name, trigger)
+
+
+class StatefulStreamResult(WindowedResult):
+    """Streaming input on the stateful plan: ``panes`` and ``dead_letters`` are streaming
+    DataFrames, both from ``combined`` (one query computes both: ``write_stream`` writes each to
+    its callback)."""
+
+    def __init__(self, plan: str, combined: DataFrame, pipeline: Pipeline, input_schema: ST.StructType):
+        super().__init__(plan)
+        self.combined = combined
+        self.pipeline = pipeline
+        self.input_schema = input_schema
+        self._panes = panes_of(combined, pipeline, input_schema)
+        self._dead_letters = dead_letters_of(combined)
+
+    @property
+    def panes(self) -> DataFrame:
+        return self._panes
+
+    @property
+    def dead_letters(self) -> DataFrame:
+        return self._dead_letters
+
+    def write_stream(self, on_panes: Callback, on_dead_letters: Callback, checkpoint: str,
+                     query_name: str | None = None, ordered: bool = False, **trigger: Any) -> StreamingQuery:
+        p, schema = self.pipeline, self.input_schema
+
+        def each(batch: DataFrame, batch_id: int) -> None:
+            batch = batch.cache()
+            on_panes(panes_of(batch, p, schema), batch_id)
+            on_dead_letters(dead_letters_of(batch), batch_id)
+            batch.unpersist()
+
+        return self._start(self.combined, each, checkpoint, query_name, trigger)
