@@ -5,6 +5,7 @@ streaming DataFrames of panes and dead letters, and ``write_stream``)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from pyspark.sql import types as ST
 from ..core.pipeline import Pipeline
 from .session import plan_building
 from .stateful import dead_letters_of, panes_of
+from .window_pipeline import is_sql
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -124,11 +126,17 @@ class StatefulStreamResult(WindowedResult):
         self.combined = combined
         self.pipeline = pipeline
         self.input_schema = input_schema
-        self._panes = panes_of(combined, pipeline, input_schema)
+        #: the table of a micro-batch's window pipeline rows (its SQL reads it), one per result
+        self.view = f"__panes_rows_{uuid.uuid4().hex}"
+        # a window pipeline's SQL runs per micro-batch (a streaming DataFrame has no ranking by row)
+        self._panes = None if is_sql(pipeline) else panes_of(combined, pipeline, input_schema)
         self._dead_letters = dead_letters_of(combined)
 
     @property
     def panes(self) -> DataFrame:
+        if self._panes is None:
+            raise ValueError("a window pipeline's SQL runs per micro-batch, over the rows of the windows that fire: "
+                             "run it with write_stream(on_panes, on_dead_letters, checkpoint)")
         return self._panes
 
     @property
@@ -137,11 +145,11 @@ class StatefulStreamResult(WindowedResult):
 
     def write_stream(self, on_panes: Callback, on_dead_letters: Callback, checkpoint: str,
                      query_name: str | None = None, ordered: bool = False, **trigger: Any) -> StreamingQuery:
-        p, schema = self.pipeline, self.input_schema
+        p, schema, view = self.pipeline, self.input_schema, self.view
 
         def each(batch: DataFrame, batch_id: int) -> None:
             batch = batch.cache()
-            on_panes(panes_of(batch, p, schema), batch_id)
+            on_panes(panes_of(batch, p, schema, view), batch_id)
             on_dead_letters(dead_letters_of(batch), batch_id)
             batch.unpersist()
 

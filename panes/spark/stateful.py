@@ -14,6 +14,7 @@ dead-lettered by the engine, never dropped by Spark.
 
 from __future__ import annotations
 
+import itertools
 import json
 import pickle
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from ..core.engine import DeadLetter, Engine, EngineState, Pane
 from ..core.output import pane_columns
 from ..core.pipeline import Pipeline
 from ..core.time import END_OF_INPUT, MAX_TIME, MIN_TIME
+from ..core.windows import GlobalWindows
 from .columns import (
     ACTIVE,
     CLOCK,
@@ -43,6 +45,7 @@ from .columns import (
     TS,
     pane_schema,
 )
+from .window_pipeline import PANE_ID, table_fields, table_panes, table_rows
 
 #: what an output row of the processor is: "P", a pane, or "D", a dead letter
 KIND = "__panes_kind"
@@ -82,6 +85,9 @@ def restore_integers(frame: pd.DataFrame, columns) -> None:
 
 
 class BucketProcessor(StatefulProcessor):
+    """``pipeline``: the engine's (``window_pipeline.engine_pipeline``: a SQL window pipeline's
+    windows hand their rows on; Spark runs the query)."""
+
     def __init__(self, pipeline: Pipeline, record_columns: list[str], output_columns: list[str],
                  scripted_clock: bool = False, input_names: list[str] | None = None,
                  integral_columns: tuple = (), integral_outputs: tuple = ()):
@@ -93,6 +99,10 @@ class BucketProcessor(StatefulProcessor):
         self.integral = set(integral_columns)
         self.integral_outputs = set(integral_outputs)
         self.engine = Engine(pipeline)
+        self.is_global = isinstance(pipeline.window, GlobalWindows)
+        #: ids of table-valued panes: the bucket's, then a count (unique within a micro-batch)
+        self.pane_ids = itertools.count()
+        self.bucket = 0
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -133,6 +143,7 @@ class BucketProcessor(StatefulProcessor):
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
         st = self._load()
         out: list[dict] = []
+        self.bucket = int(key[0])
         wm = self._watermark(st, timerValues.getCurrentWatermarkInMs())
         pdf = pd.concat(list(rows), ignore_index=True)
         if self.input_names is not None:
@@ -153,10 +164,12 @@ class BucketProcessor(StatefulProcessor):
         # phase 0: what the watermark (and the clock as it stood) made due: the end of the last step
         res = self.engine.advance(st, wm, self._clock(timerValues), idle=self.scripted_clock or not active)
         self._panes(res.panes, 0, out)
+        self._letters(res.dead_letters, 0, out)
         # phase 1: the clock moves (scripted, or heartbeat rows): processing-time triggers fire
         if clock is not None and clock > st.processing_time:
             res = self.engine.advance(st, None, clock, idle=not active)
             self._panes(res.panes, 1, out)
+            self._letters(res.dead_letters, 1, out)
         # phase 2: the batch's rows
         if len(pdf):
             invalid = pdf[INVALID].notna()
@@ -171,7 +184,7 @@ class BucketProcessor(StatefulProcessor):
             for c in self.pipeline.value_columns:
                 if NUM + c in batch.columns:  # a string column read as numbers
                     batch[c] = batch[NUM + c]
-            restore_integers(batch, [c for c in self.pipeline.value_columns if c in self.integral])
+            restore_integers(batch, [c for c in self.pipeline.input_columns(batch.columns) if c in self.integral])
             batch[CORE_TS] = batch[CORE_TS].astype(np.int64)
             if self.pipeline.event_time is None:
                 # ingestion time never goes back (Spark's micro-batch time does when the system
@@ -189,9 +202,11 @@ class BucketProcessor(StatefulProcessor):
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
         st = self._load()
         out: list[dict] = []
+        self.bucket = int(key[0])
         res = self.engine.advance(st, self._watermark(st, timerValues.getCurrentWatermarkInMs()),
                                   self._clock(timerValues))
         self._panes(res.panes, 0, out)
+        self._letters(res.dead_letters, 0, out)
         self._save(st)
         if out:
             yield self._frame(out)
@@ -216,11 +231,34 @@ class BucketProcessor(StatefulProcessor):
         if not panes:
             return
         n = len(panes)
+        if self.pipeline.window_pipeline is not None:
+            self._table_panes(panes, phase, out)
+            return
         cols: dict = {KIND: ["P"] * n, PHASE: [phase] * n, ORDER: list(range(n)), **pane_columns(panes, self.pipeline)}
         for a in self.pipeline.aggregates:
             if a.output in self.integral_outputs:  # integer input with nulls arrives as float64
                 cols[a.output] = [int(v) if isinstance(v, float) and v.is_integer() else v for v in cols[a.output]]
         out.append(cols)
+
+    def _table_panes(self, panes: list[Pane], phase: int, out: list) -> None:
+        """The rows of table-valued panes, each with its pane's emission order."""
+        first = (self.bucket << 40) + next(self.pane_ids) % (1 << 40)
+        for _ in range(len(panes) - 1):
+            next(self.pane_ids)
+        columns = [c for c in self.output_columns if c not in (KIND, PHASE, ORDER)]
+        cols = table_rows(panes, self.pipeline, columns, first, self.is_global)
+        if cols:
+            n = len(cols[PANE_ID])
+            out.append({KIND: ["P"] * n, PHASE: [phase] * n, ORDER: [i - first for i in cols[PANE_ID]], **cols})
+
+    def output_frame(self, bucket: int, panes: list[Pane], letters: list[DeadLetter], phase: int) -> pd.DataFrame:
+        """Panes and dead letters as the processor's output rows (for a plan that runs the engine
+        over a bucket by itself: bounded input)."""
+        self.bucket = bucket
+        out: list[dict] = []
+        self._panes(panes, phase, out)
+        self._letters(letters, phase, out)
+        return self._frame(out) if out else pd.DataFrame({c: pd.Series([], dtype=object) for c in self.output_columns})
 
     def _letters(self, letters: list[DeadLetter], phase: int, out: list) -> None:
         for i, d in enumerate(letters):
@@ -251,19 +289,26 @@ class BucketProcessor(StatefulProcessor):
 
 def output_schema(p: Pipeline, schema: ST.StructType) -> ST.StructType:
     """The processor's output rows: kind, emission order, the pane columns (window bounds in ms),
-    the dead-letter columns."""
+    a window pipeline's row columns (``window_pipeline.table_fields``), the dead-letter columns."""
     fields = [ST.StructField(KIND, ST.StringType()), ST.StructField(PHASE, ST.IntegerType()),
               ST.StructField(ORDER, ST.LongType())]
     for f in pane_schema(p, schema).fields:
         bounds = f.name in ("window_start", "window_end")
         fields.append(ST.StructField(f.name, ST.LongType() if bounds else f.dataType, True))
+    if p.window_pipeline is not None:
+        fields += table_fields(p, schema)
     types = (ST.StringType(), ST.StringType(), ST.LongType(), ST.StringType(), ST.StringType())
     fields += [ST.StructField(c, t) for c, t in zip(DEAD_LETTER_COLUMNS, types)]
     return ST.StructType(fields)
 
 
-def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
-    """The panes of the processor's output."""
+def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType, view: str = "__panes_rows",
+             ordered: bool = False) -> DataFrame:
+    """The panes of the processor's output. A window pipeline's: its SQL run as Spark SQL over the
+    rows of the panes (a micro-batch's: ``view`` names them), or its function's rows; ``ordered``
+    (replays): with the emission order, the bounds in ms."""
+    if p.window_pipeline is not None:
+        return table_panes(combined.filter(F.col(KIND) == "P"), p, schema, view, [PHASE, ORDER], ordered)
     cols = []
     for f in pane_schema(p, schema).fields:
         if f.name in ("window_start", "window_end"):
