@@ -46,7 +46,15 @@ from .native.step import NativeStep
 from .native.windows import window_plan, window_reads
 from .results import BoundedResult, NativeStreamResult, StatefulStreamResult, WindowedResult
 from .stateful import KIND, BucketProcessor, dead_letters_of, output_schema, restore_integers
-from .window_pipeline import FIXED_WINDOWS, assigned_rows, engine_pipeline, is_sql, plan_text, table_panes
+from .window_pipeline import (
+    FIXED_WINDOWS,
+    assigned_rows,
+    engine_pipeline,
+    is_sql,
+    plan_text,
+    sql_check,
+    table_panes,
+)
 
 __all__ = ["BoundedResult", "NativeStreamResult", "StatefulStreamResult", "WindowedResult", "explain_plan",
            "prepare", "engine_columns", "window_batch", "window_stream"]
@@ -228,6 +236,7 @@ def _stateful_stream(df: DataFrame, p: Pipeline, buckets: int, scripted_clock: b
     prepared = prepared.select(*[F.col(f"`{c}`").alias(f"c{i}") for i, c in enumerate(keep)])
     bucket_alias = f"c{keep.index(BUCKET)}"
     schema = df.schema
+    sql_check(df.sparkSession, p, schema)
     out_schema = output_schema(p, schema)
     integral = tuple(f.name for f in schema.fields if isinstance(f.dataType, ST.IntegralType))
     integral_out = tuple(f.name for f in pane_schema(p, schema).fields if isinstance(f.dataType, ST.IntegralType))
@@ -272,6 +281,7 @@ def _window_pipeline_batch(df: DataFrame, p: Pipeline, buckets: int, ingestion: 
     SQL pipeline over fixed windows, else by the engine over buckets of keys), then the pipeline
     (its SQL as Spark SQL over every window at once)."""
     schema = df.schema
+    sql_check(df.sparkSession, p, schema)
     final = _final_answer(p)
     prepared = prepare(df, p, buckets, ingestion=ingestion, watermark=False)
     invalid = _invalid_letters(prepared, [c for c in schema.fieldNames() if not c.startswith("__panes")])

@@ -28,8 +28,8 @@ from .columns import ACTIVE, CLOCK, MALFORMED, SPARK_END_MS
 from .planner import window_stream
 from .results import NativeStreamResult, StatefulStreamResult
 from .session import get_spark
-from .stateful import KIND, ORDER, PHASE, panes_of
-from .window_pipeline import replay_panes
+from .stateful import KIND, ORDER, PHASE, panes_of, sql_panes_of
+from .window_pipeline import is_sql, replay_panes
 
 WM_STEP = "__panes_wm_step"
 INGEST = "__panes_ingest"
@@ -120,12 +120,25 @@ def _stateful_collector(batches: dict, result: StatefulStreamResult):
     def collect_tables(df, batch_id):
         df = df.cache()
         rows = [r.asDict(recursive=True) for r in df.filter(F.col(KIND) == "D").collect()]
-        panes = panes_of(df, p, result.input_schema, result.view, ordered=True)
+        failed = None
+        if is_sql(p):
+            panes, failed = sql_panes_of(df, p, result.input_schema, result.view, ordered=True)
+        else:
+            panes = panes_of(df, p, result.input_schema, result.view, ordered=True)
         rows += [dict(r.asDict(recursive=True), **{KIND: "P"}) for r in panes.collect()]
+        if failed is not None:  # after the engine's dead letters of the micro-batch
+            rows += [_letter_of(r.asDict(recursive=True), i) for i, r in enumerate(failed.collect())]
         batches[batch_id] = rows
         df.unpersist()
 
     return collect_tables
+
+
+def _letter_of(d: dict, i: int) -> dict:
+    """A dead letter of a failed SQL pane as the stateful plan's dead-letter row."""
+    wins = [{"start": _ms(w["start"]), "end": _ms(w["end"])} for w in d["windows"]] if d["windows"] else None
+    return {KIND: "D", PHASE: 3, ORDER: i, "dl_reason": d["reason"], "dl_record": d["record"], "dl_watermark": None,
+            "dl_windows": json.dumps(wins) if wins else None, "dl_detail": d["detail"]}
 
 
 def _ms(t):

@@ -14,7 +14,7 @@ from pyspark.sql import types as ST
 
 from ..core.pipeline import Pipeline
 from .session import plan_building
-from .stateful import dead_letters_of, panes_of
+from .stateful import dead_letters_of, panes_of, sql_panes_of
 from .window_pipeline import is_sql
 
 if TYPE_CHECKING:
@@ -149,8 +149,15 @@ class StatefulStreamResult(WindowedResult):
 
         def each(batch: DataFrame, batch_id: int) -> None:
             batch = batch.cache()
-            on_panes(panes_of(batch, p, schema, view), batch_id)
-            on_dead_letters(dead_letters_of(batch), batch_id)
+            if is_sql(p):  # the query runs now: a pane it fails on sends its rows to the dead letters
+                panes, failed = sql_panes_of(batch, p, schema, view)
+                on_panes(panes, batch_id)
+                dead = dead_letters_of(batch)
+                on_dead_letters(dead if failed is None else dead.unionByName(failed), batch_id)
+                panes.unpersist()
+            else:
+                on_panes(panes_of(batch, p, schema, view), batch_id)
+                on_dead_letters(dead_letters_of(batch), batch_id)
             batch.unpersist()
 
         return self._start(self.combined, each, checkpoint, query_name, trigger)

@@ -45,7 +45,7 @@ from .columns import (
     TS,
     pane_schema,
 )
-from .window_pipeline import PANE_ID, table_fields, table_panes, table_rows
+from .window_pipeline import PANE_ID, guarded_sql_panes, table_fields, table_panes, table_rows
 
 #: what an output row of the processor is: "P", a pane, or "D", a dead letter
 KIND = "__panes_kind"
@@ -316,6 +316,13 @@ def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType, view: str 
         else:
             cols.append(F.col(f.name))
     return combined.filter(F.col(KIND) == "P").select(*cols)
+
+
+def sql_panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType, view: str,
+                 ordered: bool = False) -> tuple[DataFrame, DataFrame | None]:
+    """A SQL window pipeline's panes of a micro-batch, computed now, and the dead letters of the
+    panes its query failed on (``window_pipeline.guarded_sql_panes``)."""
+    return guarded_sql_panes(combined.filter(F.col(KIND) == "P"), p, schema, view, [PHASE, ORDER], ordered)
 
 
 def dead_letters_of(combined: DataFrame) -> DataFrame:

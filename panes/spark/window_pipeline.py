@@ -20,20 +20,23 @@ otherwise the engine runs over hash buckets of the key (``applyInPandas``), then
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ..core.engine import Pane
 from ..core.output import pane_table
 from ..core.pipeline import Pipeline
+from ..core.rules import Reason
 from ..core.table import Table, object_array, plain_value
 from ..core.time import MAX_TIME, MIN_TIME
 from ..core.window_pipeline import (
@@ -227,6 +230,105 @@ def sql_panes(
         extra = []
     pane += [F.col(f"{PANE}.{c}").alias(c) for c in PANE_COLUMNS[2:]]
     return result.select(*pane, *values, *extra)
+
+
+def sql_check(spark: SparkSession, p: Pipeline, schema: ST.StructType) -> None:
+    """Analyse a SQL pipeline's query over the stream's columns before the query starts: a column
+    ``rows`` does not have, a function Spark does not know, a type mismatch fail here, in one line."""
+    if not is_sql(p):
+        return
+    empty = spark.createDataFrame(
+        [],
+        ST.StructType(
+            [ST.StructField(c, schema[c].dataType, True) for c in record_columns(schema)]
+            + [ST.StructField(c, ST.TimestampType(), True) for c in WINDOW_COLUMNS]
+            + [
+                ST.StructField(PANE, ST.LongType()),
+                ST.StructField(ROW_TS, ST.LongType()),
+                ST.StructField(ROW_SEQ, ST.LongType()),
+            ]
+        ),
+    )
+    view = f"__panes_check_{uuid.uuid4().hex}"
+    empty.createOrReplaceTempView(view)
+    assert p.window_pipeline is not None
+    transform = p.window_pipeline.transform
+    assert isinstance(transform, SqlTransform)
+    try:
+        spark.sql(transform.rewrite(rows_columns(schema), view).sql("spark"))
+    except Exception as e:  # Spark's analysis of the user's query
+        raise ValueError(f"window_pipeline.sql: {spark_error(e)}") from None
+    finally:
+        spark.catalog.dropTempView(view)
+
+
+def spark_error(e: BaseException) -> str:
+    """A Spark error in one line: its first line, without the JVM's trace."""
+    text = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
+    return text[:300]
+
+
+def guarded_sql_panes(
+    rows: DataFrame, p: Pipeline, schema: ST.StructType, view: str, order: list[str], ordered: bool = False
+) -> tuple[DataFrame, DataFrame | None]:
+    """A micro-batch's SQL panes, computed now (cached), and the dead letters of the panes whose
+    query failed at run time (an ANSI error: a failed cast, a division by zero): their rows, reason
+    ``window_pipeline_failed``, with the error. On a failure the panes are split in halves until
+    each failing one is found; the others' rows go on."""
+    rows = rows.cache()
+    good, bad = _run_halves(rows, p, schema, view, order, ordered, None)
+    panes = (
+        good[0]
+        if len(good) == 1
+        else functools.reduce(DataFrame.unionByName, good)
+        if good
+        else sql_panes(rows.limit(0), p, schema, view, order, ordered)
+    )
+    if not bad:
+        return panes, None
+    failed = rows.join(F.broadcast(rows.sparkSession.createDataFrame(bad, f"{PANE_ID} long, detail string")), PANE_ID)
+    return panes, failed_letters(failed, p, schema)
+
+
+def _run_halves(
+    rows: DataFrame,
+    p: Pipeline,
+    schema: ST.StructType,
+    view: str,
+    order: list[str],
+    ordered: bool,
+    ids: list[int] | None,
+) -> tuple[list[DataFrame], list[tuple[int, str]]]:
+    part = rows if ids is None else rows.filter(F.col(PANE_ID).isin(ids))
+    try:
+        panes = sql_panes(part, p, schema, view, order, ordered).cache()
+        panes.count()
+        return [panes], []
+    except Exception as e:  # the query failed at run time on some pane
+        if ids is None:
+            ids = sorted(r[0] for r in rows.select(PANE_ID).distinct().collect())
+        if len(ids) <= 1:
+            return [], [(i, spark_error(e)) for i in ids]
+        half = len(ids) // 2
+        a, b = (_run_halves(rows, p, schema, view, order, ordered, x) for x in (ids[:half], ids[half:]))
+        return a[0] + b[0], a[1] + b[1]
+
+
+def failed_letters(failed: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
+    """Dead letters of the rows of failed panes (``detail``: the error), as ``dead_letters_of``
+    gives them."""
+    record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in record_columns(schema)]))
+    bounds = F.struct(
+        F.timestamp_millis(F.col("window_start")).alias("start"), F.timestamp_millis(F.col("window_end")).alias("end")
+    )
+    windows = F.when(F.col("window_start").isNotNull(), F.array(bounds))
+    return failed.select(
+        F.lit(Reason.WINDOW_PIPELINE_FAILED.value).alias("reason"),
+        record.alias("record"),
+        F.lit(None).cast("timestamp").alias("watermark"),
+        windows.alias("windows"),
+        F.col("detail"),
+    )
 
 
 def table_panes(

@@ -160,3 +160,49 @@ def test_the_traffic_example_as_a_window_pipeline_gives_the_panes_of_its_aggrega
         )
     assert outputs[0] == outputs[1]
     assert len(outputs[0][0]) == 9 and len(outputs[0][1]) == 3
+
+
+def test_a_query_that_fails_at_run_time_on_one_window_sends_its_rows_to_the_dead_letters(spark):
+    from panes.spark.replay import replay_spark
+
+    scenario = load_scenario(
+        {
+            "pipeline": {
+                "event_time": "t",
+                "key": "k",
+                "window": {"tumbling": {"size": 10}},
+                "window_pipeline": {"sql": "SELECT CAST(code AS INT) AS n FROM rows ORDER BY n"},
+            },
+            "timeline": [
+                {
+                    "add": [
+                        {"k": "a", "t": 1, "code": "7"},
+                        {"k": "b", "t": 2, "code": "x"},
+                        {"k": "b", "t": 3, "code": "8"},
+                        {"k": "a", "t": 12, "code": "9"},
+                    ]
+                },
+                {"end": True},
+            ],
+        }
+    )
+    res = replay_spark(scenario, spark=spark, plan="stateful")
+    assert [(p["k"], p["window_start"][-6:], p["n"]) for p in res.panes] == [("a", "0.000Z", 7), ("a", "0.010Z", 9)]
+    assert sorted((d["reason"], d["record"]["code"], d["window"]["start"][-6:]) for d in res.dead_letters) == [
+        ("window_pipeline_failed", "8", "0.000Z"),
+        ("window_pipeline_failed", "x", "0.000Z"),
+    ]
+    assert {d["detail"].split("]")[0] for d in res.dead_letters} == {"[CAST_INVALID_INPUT"}
+
+
+def test_a_query_spark_cannot_analyse_fails_before_the_stream_starts(spark, tmp_path):
+    scenario, records, _ = one_step("window_pipeline_top_n")
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "part-0.json").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    stream = spark.readStream.schema(spark.read.json(str(src)).schema).json(str(src))
+    pipe = panes.pipeline({**scenario.raw["pipeline"], "window_pipeline": {"sql": "SELECT price FROM rows"}})
+    with pytest.raises(ValueError) as e:
+        window_stream(stream, pipe)
+    assert str(e.value).startswith("window_pipeline.sql: [UNRESOLVED_COLUMN.WITH_SUGGESTION]")
+    assert "\n" not in str(e.value)
