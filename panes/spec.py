@@ -208,6 +208,9 @@ class PipelineSpec(_Model):
             errors.append("aggregates: required field is missing (or a window_pipeline)")
         if self.aggregates is not None and self.window_pipeline is not None:
             errors.append("window_pipeline: aggregates and window_pipeline are alternatives: give one of them")
+        if self.only_updated_panes and isinstance(self.window_pipeline, dict) and "sql" in self.window_pipeline:
+            # Spark runs the query after the engine chose the panes: it cannot skip by the query's output
+            errors.append("only_updated_panes: not with a window_pipeline sql (a function's panes can be skipped)")
         clash = (set(aggregates) | set(self.key)) & set(PANE_COLUMNS)
         if clash:
             where = "aggregates" if clash & set(aggregates) else "key"

@@ -47,3 +47,8 @@ def nothing(rows: pd.DataFrame) -> pd.DataFrame:
 
 def not_a_frame(rows: pd.DataFrame):
     return len(rows)
+
+
+def count_sum_min(rows: pd.DataFrame) -> pd.DataFrame:
+    """count(*), sum(v), min(v) of the window's rows, as one row."""
+    return pd.DataFrame({"n": [len(rows)], "s": [int(rows["v"].sum())], "lo": [int(rows["v"].min())]})
