@@ -38,8 +38,10 @@ def test_a_window_pipeline_in_the_spec_is_the_stage_s_what():
             FieldError("window_pipeline", "aggregates and window_pipeline are alternatives: give one of them"),
         ),
         ({}, FieldError("aggregates", "required field is missing (or a window_pipeline)")),
-    ({"only_updated_panes": True, "window_pipeline": {"sql": "SELECT * FROM rows"}},
-     FieldError("only_updated_panes", "not with a window_pipeline sql (a function's panes can be skipped)")),
+        (
+            {"only_updated_panes": True, "window_pipeline": {"sql": "SELECT * FROM rows"}},
+            FieldError("only_updated_panes", "not with a window_pipeline sql (a function's panes can be skipped)"),
+        ),
         (
             {"window_pipeline": {"sql": "SELECT a FROM rows JOIN rows s ON a = b"}},
             FieldError("window_pipeline.sql", "JOIN is not supported"),
