@@ -120,3 +120,18 @@ def test_keep_rows_hands_the_window_rows_on_with_their_order():
 
     rows = WindowRows(PaneWindow(("a",), 0, 10), np.array([1, 4]), np.array([7, 3]), {"v": np.array([5, 6])})
     assert KeepRows().run(rows).records() == [{"v": 5, ROW_TS: 1, ROW_SEQ: 7}, {"v": 6, ROW_TS: 4, ROW_SEQ: 3}]
+
+
+def test_classes_and_spec_build_the_same_window_pipeline():
+    import panes
+
+    built = panes.Pipeline(
+        window=panes.Tumbling(size=3_600_000),
+        key=("k",),
+        event_time="t",
+        window_pipeline=panes.WindowPipeline(panes.SqlTransform("SELECT * FROM rows ORDER BY v DESC LIMIT 3")),
+    )
+    assert panes.pipeline({**BASE, "window_pipeline": {"sql": "SELECT * FROM rows ORDER BY v DESC LIMIT 3"}}) == built
+    fn = panes.WindowPipeline(panes.FunctionTransform("window_functions:largest", "v LONG, t LONG, ends STRING"))
+    assert panes.pipeline({**BASE, "window_pipeline": fn.describe()}).window_pipeline == fn
+    assert {"WindowPipeline", "SqlTransform", "FunctionTransform", "Table"} <= set(panes.__all__)
