@@ -220,6 +220,43 @@ def sliding_frames(key, ts, d, dedupe: str):
     return build
 
 
+def top_n_row_number(key, ts, size, n, value):
+    """The n largest ``value`` rows per (key, tumbling window): the window start as a long, then
+    row_number() over partitionBy(key, start).orderBy(value desc) <= n (one sort per key)."""
+
+    def build(df: DataFrame, aggs: Aggs) -> DataFrame:
+        t = _ms(ts)
+        df = df.withColumn("__s", t - F.pmod(t, F.lit(size)))
+        rank = F.row_number().over(Window.partitionBy(*key, "__s").orderBy(F.col(value).desc(), F.col(ts)))
+        top = df.withColumn("__r", rank).filter(F.col("__r") <= n)
+        bounds = F.timestamp_millis(F.col("__s")), F.timestamp_millis(F.col("__s") + F.lit(size))
+        return top.select(*_out(key, bounds[0], bounds[1], [value]))
+
+    return build
+
+
+def top_n_collect(key, ts, size, n, value, delay=None):
+    """The n largest ``value`` rows per (key, window) as an aggregate: the window's (value, ts)
+    pairs collected, sorted descending, the first n kept and exploded; the only formulation plain
+    Structured Streaming accepts (``delay``: withWatermark first, append mode)."""
+
+    def build(df: DataFrame, aggs: Aggs) -> DataFrame:
+        if delay is not None:
+            df = df.withWatermark(ts, delay)
+        w = F.window(ts, f"{size} milliseconds").alias("w")
+        pairs = F.slice(F.sort_array(F.collect_list(F.struct(F.col(value), F.col(ts))), asc=False), 1, n)
+        g = df.groupBy(*key, w).agg(pairs.alias("__top"))
+        rows = g.select(*key, "w", F.explode("__top").alias("__t"))
+        return rows.select(
+            *key,
+            F.col("w.start").alias("window_start"),
+            F.col("w.end").alias("window_end"),
+            F.col(f"__t.{value}").alias(value),
+        )
+
+    return build
+
+
 def proc_time_window(key, size):
     """Nexmark q12 in plain Spark: the processing time as a column (current_timestamp(), the
     micro-batch's time), a watermark on it, groupBy(key, window(p_time, size)), append mode."""
@@ -602,4 +639,31 @@ def benchmarks(keys_list=(1_000, 10_000, 100_000)) -> list[Bench]:
             what="state_bounded with panes' stateful plan forced (transformWithStateInPandas)",
         )
     )
+    # a window pipeline: the three largest amounts of each key's minute, with their time (issue 31)
+    top3 = {
+        "event_time": "ts",
+        "key": ["key"],
+        "window": {"tumbling": {"size": "1 minute"}},
+        "window_pipeline": {"sql": "SELECT amount, ts FROM rows ORDER BY amount DESC LIMIT 3"},
+    }
+    for mode in ("stream", "batch"):
+        plains = {
+            "collect_sorted": top_n_collect(
+                ev_key, ev_ts, MINUTE, 3, "amount", delay="0 seconds" if mode == "stream" else None
+            )
+        }
+        if mode == "batch":
+            plains["row_number"] = top_n_row_number(ev_key, ev_ts, MINUTE, 3, "amount")
+        out.append(
+            Bench(
+                f"top3_10k_keys_{mode}",
+                mode,
+                "events_10000",
+                top3,
+                ev_key,
+                {"amount": lambda: F.max("amount")},  # (the checksum's value column: the amounts kept)
+                plains,
+                what="window pipeline: top 3 amounts per key and 1 min window (SQL ORDER BY ... LIMIT 3), 10 k keys",
+            )
+        )
     return out

@@ -54,6 +54,8 @@ from .core.triggers import (
     Repeatedly,
     Trigger,
 )
+from .core.table import Table
+from .core.window_pipeline import FunctionTransform, SqlTransform, WindowPipeline
 from .core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling, WindowFn
 
 if TYPE_CHECKING:
@@ -75,6 +77,8 @@ __all__ = [
     # aggregates
     "Aggregate", "AggregateFn", "Count", "Sum", "Min", "Max", "Avg", "Median", "Percentile", "First", "Last",
     "CollectList", "CountDistinct", "TopK", "UserCombine", "CombineFn",
+    # window pipelines: a pane that is a table
+    "WindowPipeline", "SqlTransform", "FunctionTransform", "Table",
 ]
 
 

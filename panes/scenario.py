@@ -16,7 +16,7 @@ from typing import Any
 from .core.accounting import Accounting
 from .core.engine import Engine
 from .core.json_lines import dumps as json_line
-from .core.output import dead_letter_record, pane_record
+from .core.output import dead_letter_record, pane_records
 from .core.pipeline import Pipeline
 from .core.records import parse_records, unit_warning
 from .core.rules import ingestion_stamp
@@ -98,6 +98,10 @@ class ReplayResult:
 def replay_core(scenario: Scenario) -> ReplayResult:
     """Run the timeline through the pure core, in-process."""
     pipe = scenario.pipeline
+    if pipe.window_pipeline is not None:
+        refusal = pipe.window_pipeline.core_refusal()
+        if refusal:
+            raise SpecError(f"window_pipeline.{pipe.window_pipeline.transform.kind}", refusal)
     engine = Engine(pipe)
     state = engine.new_state()
     panes: list[dict] = []
@@ -124,7 +128,7 @@ def replay_core(scenario: Scenario) -> ReplayResult:
                 wm = parsed.punctuation if wm is None else max(wm, parsed.punctuation)
         res = engine.step(state, batch, watermark=wm, processing_time=pt, end=step.get("end", False),
                           record_of=record_of, active=bool(step.get("add")))
-        panes.extend(pane_record(p, pipe) for p in res.panes)
+        panes.extend(r for p in res.panes for r in pane_records(p, pipe))
         dead.extend(dead_letter_record(d) for d in res.dead_letters)
         counts.counted += res.counted
         counts.in_no_window += res.in_no_window

@@ -19,6 +19,7 @@ from .core.aggregates import Aggregate, make_aggregate
 from .core.pipeline import MAX_WINDOWS_PER_RECORD, Pipeline, WatermarkStrategy, window_limit_exceeded
 from .core.time import TIME_UNITS, parse_duration
 from .core.triggers import parse_trigger
+from .core.window_pipeline import parse_window_pipeline
 from .core.windows import Sessions, parse_window
 
 
@@ -74,6 +75,17 @@ def _aggregate(v: Any) -> Any:
 
 #: an aggregate's spec (errors name its output column: see ``_field_errors``)
 AggregateSpec = Annotated[Any, BeforeValidator(_aggregate)]
+
+
+def _window_pipeline(v: Any) -> Any:
+    """``{sql: ...}`` or ``{fn: ...}``, checked (the SQL against the supported subset, the function
+    imported)."""
+    parse_window_pipeline(v)
+    return v
+
+
+#: a window pipeline's spec (errors name its form: ``window_pipeline.sql: ...``)
+WindowPipelineSpec = Annotated[Any, BeforeValidator(_window_pipeline)]
 
 #: the pane columns besides the key and the aggregates
 PANE_COLUMNS = ("window_start", "window_end", "timing", "pane_index", "is_last", "retraction")
@@ -174,7 +186,9 @@ class PipelineSpec(_Model):
     trigger: Any = None
     accumulation: Literal["discarding", "accumulating", "retracting"] = "accumulating"
     only_updated_panes: bool = False
-    aggregates: dict[str, AggregateSpec]
+    aggregates: dict[str, AggregateSpec] | None = None
+    #: the alternative to ``aggregates``: a pipeline over each window's rows, whose rows are the panes
+    window_pipeline: WindowPipelineSpec | None = None
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
 
     @field_validator("key", mode="before")
@@ -216,6 +230,8 @@ class PipelineSpec(_Model):
     @field_validator("aggregates", mode="before")
     @classmethod
     def _aggs(cls, v):
+        if v is None:
+            return v
         if not isinstance(v, dict) or not v:
             raise ValueError("aggregates is a non-empty mapping {output_column: {function: column}}")
         return v
@@ -225,12 +241,20 @@ class PipelineSpec(_Model):
         """Checks across fields, every failure one ``field: reason`` line."""
         errors = []
         w = parse_window(self.window)
-        clash = (set(self.aggregates) | set(self.key)) & set(PANE_COLUMNS)
+        aggregates = self.aggregates or {}
+        if self.aggregates is None and self.window_pipeline is None:
+            errors.append("aggregates: required field is missing (or a window_pipeline)")
+        if self.aggregates is not None and self.window_pipeline is not None:
+            errors.append("window_pipeline: aggregates and window_pipeline are alternatives: give one of them")
+        if self.only_updated_panes and isinstance(self.window_pipeline, dict) and "sql" in self.window_pipeline:
+            # Spark runs the query after the engine chose the panes: it cannot skip by the query's output
+            errors.append("only_updated_panes: not with a window_pipeline sql (a function's panes can be skipped)")
+        clash = (set(aggregates) | set(self.key)) & set(PANE_COLUMNS)
         if clash:
-            where = "aggregates" if clash & set(self.aggregates) else "key"
+            where = "aggregates" if clash & set(aggregates) else "key"
             errors.append(f"{where}: column names {sorted(clash)} are reserved for pane metadata")
-        if set(self.aggregates) & set(self.key):
-            errors.append(f"aggregates: outputs {sorted(set(self.aggregates) & set(self.key))} clash with key columns")
+        if set(aggregates) & set(self.key):
+            errors.append(f"aggregates: outputs {sorted(set(aggregates) & set(self.key))} clash with key columns")
         if isinstance(w, Sessions) and w.gap_column and w.gap_column in self.key:
             errors.append("window.session.gap_column: cannot be a key column")
         too_many = window_limit_exceeded(w, self.limits.windows_per_record)
@@ -249,7 +273,7 @@ class PipelineSpec(_Model):
         return self.event_time.unit if isinstance(self.event_time, EventTimeSpec) else "ms"
 
     def to_pipeline(self) -> Pipeline:
-        aggs = tuple(self.aggregate(out) for out in self.aggregates)
+        aggs = tuple(self.aggregate(out) for out in self.aggregates or {})
         return Pipeline(
             window=parse_window(self.window),
             aggregates=aggs,
@@ -263,10 +287,11 @@ class PipelineSpec(_Model):
             trigger=parse_trigger(self.trigger),
             accumulation=self.accumulation,
             only_updated_panes=self.only_updated_panes,
+            window_pipeline=None if self.window_pipeline is None else parse_window_pipeline(self.window_pipeline),
         )
 
     def aggregate(self, output: str) -> Aggregate:
-        (fn, arg), = self.aggregates[output].items()
+        (fn, arg), = (self.aggregates or {})[output].items()
         return make_aggregate(output, fn, arg)
 
 
@@ -315,6 +340,9 @@ def _field_errors(err: Any) -> list[FieldError]:
         msg = "required field is missing"
     if len(loc) == 2 and loc[0] == "aggregates":
         return [FieldError("aggregates", f"{loc[1]}: {msg}")]
+    form = re.match(r"^(sql|fn): (.*)$", msg, re.S)
+    if loc == ["window_pipeline"] and form:
+        return [FieldError(f"window_pipeline.{form.group(1)}", form.group(2))]
     if loc:
         return [FieldError(".".join(loc), msg)]
     out = []

@@ -7,12 +7,14 @@ from typing import Any
 
 from .engine import DeadLetter, Pane, sort_key
 from .pipeline import Pipeline
+from .table import Table
 from .time import format_instant
 from .windows import GlobalWindows
 
 
-def pane_record(p: Pane, pipeline: Pipeline) -> dict:
-    """A pane as a record: key columns, window bounds (ISO-8601), pane metadata, aggregates."""
+def pane_head(p: Pane, pipeline: Pipeline) -> dict:
+    """What every record of a pane starts with: key columns, window bounds (ISO-8601), pane
+    metadata."""
     out: dict[str, Any] = {}
     for name, v in zip(pipeline.key, p.key):
         out[name] = v
@@ -23,9 +25,32 @@ def pane_record(p: Pane, pipeline: Pipeline) -> dict:
     out["pane_index"] = p.pane_index
     out["is_last"] = p.is_last
     out["retraction"] = p.retraction
+    return out
+
+
+def pane_record(p: Pane, pipeline: Pipeline) -> dict:
+    """A pane of aggregates as a record: key columns, window bounds, pane metadata, aggregates."""
+    out = pane_head(p, pipeline)
     for a, v in zip(pipeline.aggregates, p.values):
         out[a.output] = _jsonable(v)
     return out
+
+
+def pane_table(p: Pane) -> Table | None:
+    """A table-valued pane's table (a window pipeline's, a join's), else None."""
+    return p.values[0] if len(p.values) == 1 and isinstance(p.values[0], Table) else None
+
+
+def pane_records(p: Pane, pipeline: Pipeline) -> list[dict]:
+    """A pane as records: one for a pane of aggregates; for a table-valued pane one per row of its
+    table (none for an empty table), each with the pane's key, window bounds and metadata, then
+    the table's columns. A table column named like one of those is the pane's own (a pipeline
+    that selects the key or the window bounds), shown once."""
+    table = pane_table(p)
+    if table is None:
+        return [pane_record(p, pipeline)]
+    head = pane_head(p, pipeline)
+    return [{**head, **row} for row in table.without(head).records()]
 
 
 def _jsonable(v: Any) -> Any:

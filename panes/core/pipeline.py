@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .aggregates import Aggregate
+from .aggregates import Aggregate, AggregateFn
 from .time import TIME_UNITS, UNIT_NAMES
 from .triggers import Never, Trigger
+from .window_pipeline import WindowPipeline
 from .windows import WindowFn
 
 ACCUMULATION_MODES = ("discarding", "accumulating", "retracting")
@@ -35,8 +37,12 @@ class WatermarkStrategy:
 
 @dataclass(frozen=True)
 class Pipeline:
+    """A windowing stage. Its "what" is either ``aggregates`` (a pane is one row of values per key
+    and window) or a ``window_pipeline`` (a pane is a table: the pipeline's output over the
+    window's rows)."""
+
     window: WindowFn
-    aggregates: tuple[Aggregate, ...]
+    aggregates: tuple[Aggregate, ...] = ()
     key: tuple[str, ...] = ()
     event_time: str | None = None
     watermark: WatermarkStrategy = field(default_factory=WatermarkStrategy)
@@ -47,6 +53,7 @@ class Pipeline:
     #: the unit of numeric event times (``panes.core.time.TIME_UNITS``)
     time_unit: str = "ms"
     max_windows_per_record: int = MAX_WINDOWS_PER_RECORD
+    window_pipeline: WindowPipeline | None = None
 
     def __post_init__(self):
         if self.accumulation not in ACCUMULATION_MODES:
@@ -56,8 +63,10 @@ class Pipeline:
         problem = window_limit_exceeded(self.window, self.max_windows_per_record)
         if problem:
             raise ValueError(problem)
-        if not self.aggregates:
-            raise ValueError("at least one aggregate is needed")
+        if self.window_pipeline is not None and self.aggregates:
+            raise ValueError("aggregates and window_pipeline are alternatives: a stage has one of them")
+        if not self.aggregates and self.window_pipeline is None:
+            raise ValueError("at least one aggregate (or a window_pipeline) is needed")
         names = [a.output for a in self.aggregates]
         if len(set(names)) != len(names):
             raise ValueError("aggregate output names must be unique")
@@ -65,6 +74,26 @@ class Pipeline:
     @property
     def time_unit_name(self) -> str:
         return UNIT_NAMES[self.time_unit]
+
+    @property
+    def accumulators(self) -> tuple[AggregateFn, ...]:
+        """The functions whose accumulators each window keeps: the aggregates', or the window
+        pipeline's (the window's rows)."""
+        if self.window_pipeline is not None:
+            return (self.window_pipeline,)
+        return tuple(a.fn for a in self.aggregates)
+
+    @property
+    def keeps_rows(self) -> bool:
+        """Whether the windows keep their rows (every record column), not only aggregates."""
+        return self.window_pipeline is not None
+
+    def input_columns(self, columns: Sequence[str]) -> list[str]:
+        """The columns of a batch (``columns``) the windows read: the aggregates' inputs, or,
+        when they keep their rows, every record column (not the engine's own, ``__``-prefixed)."""
+        if self.keeps_rows:
+            return [c for c in columns if isinstance(c, str) and not c.startswith("__")]
+        return list(self.value_columns)
 
     @property
     def value_columns(self) -> tuple[str, ...]:

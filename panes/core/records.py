@@ -49,7 +49,6 @@ def _column(values: list) -> np.ndarray:
 
 
 def parse_records(pipeline: Pipeline, records: list[dict], ingestion_time: int) -> ParsedBatch:
-    key_cols = pipeline.key
     wm = pipeline.watermark
     dead: list[DeadLetter] = []
     kept: list[dict] = []
@@ -87,7 +86,7 @@ def parse_records(pipeline: Pipeline, records: list[dict], ingestion_time: int) 
         kept.append({**rec, gap_col: checked.gap} if gap_col is not None else rec)
         times.append(checked.time)
     cols = {TS: np.array(times, dtype=np.int64)}
-    for c in list(key_cols) + list(pipeline.value_columns) + ([gap_col] if gap_col else []):
+    for c in frame_columns(pipeline, kept, gap_col):
         cols[c] = _column([r.get(c) for r in kept])
     return ParsedBatch(pd.DataFrame(cols), originals, dead, punct, hint, n_punct)
 
@@ -139,6 +138,14 @@ def event_time(value: object, unit: str) -> int:
     if not rules.event_time_in_range(t):
         raise ValueError(f"{value!r} is out of the event-time range ({EVENT_TIME_RANGE})")
     return t
+
+
+def frame_columns(pipeline: Pipeline, kept: list[dict], gap_col: str | None) -> list[str]:
+    """The columns of a batch: the key, the aggregates' inputs and the session gap; every column of
+    the records (in the order they first appear) when the windows keep their rows."""
+    if pipeline.keeps_rows:
+        return list(dict.fromkeys(c for r in kept for c in r if isinstance(c, str) and not c.startswith("__")))
+    return list(dict.fromkeys(list(pipeline.key) + list(pipeline.value_columns) + ([gap_col] if gap_col else [])))
 
 
 @dataclass

@@ -72,6 +72,7 @@ class Reason(StrEnum):
     MALFORMED = "malformed"  # not a record at all (not a JSON object): its raw text is kept
     INVALID_WATERMARK = "invalid_watermark"  # a punctuation record whose watermark is not a time
     WINDOW_CLOSED = "window_closed"  # its window's trigger had finished (Beam's droppedDueToClosedWindow)
+    WINDOW_PIPELINE_FAILED = "window_pipeline_failed"  # the window's pipeline failed on the rows it held
 
 
 #: The checks a record goes through, in this order: the first it fails gives its dead letter's reason

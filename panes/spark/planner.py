@@ -11,8 +11,10 @@
 from __future__ import annotations
 
 import functools
+import uuid
 from dataclasses import replace
 
+import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
@@ -46,15 +48,26 @@ from .columns import (
 from .native import batch_unsupported, never_late, stream_unsupported
 from .native.names import ROW_COUNTS, ROW_IN_WINDOW
 from .native.step import NativeStep
-from .native.windows import window_reads
+from .native.windows import window_plan, window_reads
 from .results import BoundedResult, NativeStreamResult, StatefulStreamResult, WindowedResult
-from .stateful import COUNT_COLUMNS, KIND, BucketProcessor, output_schema
+from .stateful import COUNT_COLUMNS, KIND, BucketProcessor, dead_letters_of, output_schema, restore_integers
+from .window_pipeline import (
+    FIXED_WINDOWS,
+    assigned_rows,
+    engine_pipeline,
+    is_sql,
+    plan_text,
+    sql_check,
+    table_panes,
+)
 
 __all__ = ["BoundedResult", "NativeStreamResult", "StatefulStreamResult", "WindowedResult", "explain_plan",
            "prepare", "engine_columns", "window_batch", "window_stream"]
 
 
 def explain_plan(pipeline: Pipeline, mode: str = "stream") -> str:
+    if pipeline.window_pipeline is not None:
+        return plan_text(pipeline, mode)
     if mode == "batch":
         if native_batch_supported(pipeline):
             return ("batch: native Spark aggregation (window assignment by expressions, sessions "
@@ -237,11 +250,12 @@ def _stateful_stream(df: DataFrame, p: Pipeline, buckets: int, scripted_clock: b
     prepared = prepared.select(*[F.col(f"`{c}`").alias(f"c{i}") for i, c in enumerate(keep)])
     bucket_alias = f"c{keep.index(BUCKET)}"
     schema = df.schema
+    sql_check(df.sparkSession, p, schema)
     out_schema = output_schema(p, schema)
     integral = tuple(f.name for f in schema.fields if isinstance(f.dataType, ST.IntegralType))
     integral_out = tuple(f.name for f in pane_schema(p, schema).fields if isinstance(f.dataType, ST.IntegralType))
-    processor = BucketProcessor(p, record_columns, out_schema.fieldNames(), scripted_clock, keep, integral,
-                                integral_out)
+    processor = BucketProcessor(engine_pipeline(p), record_columns, out_schema.fieldNames(), scripted_clock, keep,
+                                integral, integral_out)
     combined = prepared.groupBy(bucket_alias).transformWithStateInPandas(
         statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
     return combined.observe(metrics.OUTPUT, *metrics.output_counts(KIND, "dl_reason", *COUNT_COLUMNS))
@@ -256,6 +270,8 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> BoundedResult:
     record_columns = [c for c in schema.fieldNames() if not c.startswith("__panes")]
     native = native_batch_supported(p)
     ingestion = None if p.event_time else F.unix_millis(F.current_timestamp())
+    if p.window_pipeline is not None:
+        return _window_pipeline_batch(df, p, buckets, ingestion)
     if native:
         # one native step from an empty state, then the end of the input
         step = NativeStep(_final_answer(p), schema, record_columns)
@@ -267,19 +283,60 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> BoundedResult:
 
         return BoundedResult(explain_plan(p, "batch"), panes, dead_letters)
     prepared = prepare(df, p, buckets, ingestion=ingestion, watermark=False)
-    invalid = prepared.filter(F.col(INVALID).isNotNull())
-    dead = invalid.select(
+    dead = _invalid_letters(prepared, record_columns, schema)
+    good = prepared.filter(F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
+    for c in numeric_string_columns(schema, p):
+        good = good.withColumn(c, F.col(NUM + c))
+    panes = _engine_batch(good, p, schema, record_columns)
+    return BoundedResult(explain_plan(p, "batch"), panes, dead)
+
+
+def _window_pipeline_batch(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None) -> BoundedResult:
+    """A window pipeline's final answer: the rows of each window (assigned by expressions for a
+    SQL pipeline over fixed windows, else by the engine over buckets of keys), then the pipeline
+    (its SQL as Spark SQL over every window at once)."""
+    schema = df.schema
+    sql_check(df.sparkSession, p, schema)
+    final = _final_answer(p)
+    prepared = prepare(df, p, buckets, ingestion=ingestion, watermark=False)
+    invalid = _invalid_letters(prepared, [c for c in schema.fieldNames() if not c.startswith("__panes")], schema)
+    good = prepared.filter(F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
+    view = f"__panes_rows_{uuid.uuid4().hex}"
+    if is_sql(p) and isinstance(p.window, FIXED_WINDOWS):
+        rows = assigned_rows(good, final, schema, window_plan(p.window))
+        return BoundedResult(plan_text(p, "batch"), table_panes(rows, final, schema, view, []), invalid)
+    out_schema = output_schema(final, schema)
+    processor = BucketProcessor(engine_pipeline(final), list(schema.fieldNames()), out_schema.fieldNames())
+    integral = [f.name for f in schema.fields if isinstance(f.dataType, ST.IntegralType)]
+
+    def run(pdf: pd.DataFrame) -> pd.DataFrame:
+        from ..core.engine import TS as CORE_TS
+        from ..core.engine import Engine
+
+        engine = Engine(engine_pipeline(final))
+        st = engine.new_state()
+        batch = pdf.rename(columns={TS: CORE_TS}).drop(columns=[BUCKET])
+        restore_integers(batch, integral)
+        batch[CORE_TS] = batch[CORE_TS].astype("int64")
+        res = engine.ingest(st, batch.sort_values(CORE_TS, kind="stable").reset_index(drop=True))
+        res.extend(engine.advance(st, END_OF_INPUT))
+        return processor.output_frame(int(pdf[BUCKET].iloc[0]), res.panes, res.dead_letters, 2)
+
+    columns = [BUCKET, TS, *[c for c in schema.fieldNames() if not c.startswith("__panes")]]
+    out = good.select(*columns).groupBy(BUCKET).applyInPandas(run, out_schema)
+    panes = table_panes(out.filter(F.col(KIND) == "P"), final, schema, view, [])
+    return BoundedResult(plan_text(p, "batch"), panes, invalid.unionByName(dead_letters_of(out)))
+
+
+def _invalid_letters(prepared: DataFrame, record_columns: list[str], schema: ST.StructType) -> DataFrame:
+    """The dead letters of records that fail their checks."""
+    return prepared.filter(F.col(INVALID).isNotNull()).select(
         F.col(INVALID).alias("reason"),
         record_json(record_columns, schema).alias("record"),
         F.lit(None).cast("timestamp").alias("watermark"),
         F.lit(None).cast(DEAD_LETTER_SCHEMA["windows"].dataType).alias("windows"),
         F.col(DETAIL).alias("detail"),
     )
-    good = prepared.filter(F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
-    for c in numeric_string_columns(schema, p):
-        good = good.withColumn(c, F.col(NUM + c))
-    panes = _engine_batch(good, p, schema, record_columns)
-    return BoundedResult(explain_plan(p, "batch"), panes, dead)
 
 
 def _final_answer(p: Pipeline) -> Pipeline:

@@ -20,7 +20,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from ..core.engine import DeadLetter, Pane
-from ..core.output import dead_letter_record, emission_order, pane_record
+from ..core.output import dead_letter_record, emission_order, pane_records
 from ..core.pipeline import Pipeline
 from ..core.time import MAX_TIME, MIN_TIME
 from ..scenario import ReplayResult, Scenario
@@ -28,7 +28,8 @@ from .columns import ACTIVE, CLOCK, MALFORMED, SPARK_END_MS
 from .planner import window_stream
 from .results import NativeStreamResult, StatefulStreamResult
 from .session import get_spark
-from .stateful import KIND, ORDER, PHASE, OutputWatermarks
+from .stateful import KIND, ORDER, PHASE, OutputWatermarks, panes_of, sql_panes_of
+from .window_pipeline import is_sql, replay_panes
 
 WM_STEP = "__panes_wm_step"
 INGEST = "__panes_ingest"
@@ -83,10 +84,8 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
 
             q = result.write_stream(on_panes, on_dead, str(tmp / "checkpoint"), ordered=True)
         else:
-            def collect(df, batch_id):
-                batches[batch_id] = [r.asDict(recursive=True) for r in df.collect()]
-
             assert isinstance(result, StatefulStreamResult)
+            collect = _stateful_collector(batches, result)
             q = (result.combined.writeStream.foreachBatch(collect)
                  .option("checkpointLocation", str(tmp / "checkpoint")).outputMode("append").start())
         try:
@@ -106,6 +105,40 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
         return _collect(batches, p, OutputWatermarks(p) if stateful else None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _stateful_collector(batches: dict, result: StatefulStreamResult):
+    """A foreachBatch function that keeps the stateful plan's rows of each micro-batch: a window
+    pipeline's panes as their rows (its SQL run over the micro-batch's panes), with their order."""
+    p = result.pipeline
+    if p.window_pipeline is None:
+        def collect(df, batch_id):
+            batches[batch_id] = [r.asDict(recursive=True) for r in df.collect()]
+
+        return collect
+
+    def collect_tables(df, batch_id):
+        df = df.cache()
+        rows = [r.asDict(recursive=True) for r in df.filter(F.col(KIND) == "D").collect()]
+        failed = None
+        if is_sql(p):
+            panes, failed = sql_panes_of(df, p, result.input_schema, result.view, ordered=True)
+        else:
+            panes = panes_of(df, p, result.input_schema, result.view, ordered=True)
+        rows += [dict(r.asDict(recursive=True), **{KIND: "P"}) for r in panes.collect()]
+        if failed is not None:  # after the engine's dead letters of the micro-batch
+            rows += [_letter_of(r.asDict(recursive=True), i) for i, r in enumerate(failed.collect())]
+        batches[batch_id] = rows
+        df.unpersist()
+
+    return collect_tables
+
+
+def _letter_of(d: dict, i: int) -> dict:
+    """A dead letter of a failed SQL pane as the stateful plan's dead-letter row."""
+    wins = [{"start": _ms(w["start"]), "end": _ms(w["end"])} for w in d["windows"]] if d["windows"] else None
+    return {KIND: "D", PHASE: 3, ORDER: i, "dl_reason": d["reason"], "dl_record": d["record"], "dl_watermark": None,
+            "dl_windows": json.dumps(wins) if wins else None, "dl_detail": d["detail"]}
 
 
 def _ms(t):
@@ -155,7 +188,10 @@ def _collect(batches: dict, p: Pipeline, watermarks: OutputWatermarks | None = N
         rows = batches[bid] if watermarks is None else watermarks.decide(batches[bid])
         letters = sorted([r for r in rows if r[KIND] == "D"], key=lambda r: (r[PHASE], r[ORDER]))
         dead.extend(dead_letter_record(_dead_letter(r)) for r in letters)
-        fired = [(r[PHASE], _pane(r, p), r[ORDER]) for r in rows if r[KIND] == "P"]
+        if p.window_pipeline is not None:
+            fired = replay_panes([r for r in rows if r[KIND] == "P"], p, [PHASE, ORDER])
+        else:
+            fired = [(r[PHASE], _pane(r, p), r[ORDER]) for r in rows if r[KIND] == "P"]
         fired.sort(key=lambda f: (f[0], emission_order(f[1]), f[2]))
-        panes.extend(pane_record(pane, p) for _, pane, _ in fired)
+        panes.extend(record for _, pane, _ in fired for record in pane_records(pane, p))
     return ReplayResult(panes, dead, {})

@@ -5,6 +5,7 @@ streaming DataFrames of panes and dead letters, and ``write_stream``)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,8 @@ from pyspark.sql import types as ST
 
 from ..core.pipeline import Pipeline
 from .session import plan_building
-from .stateful import OutputWatermarks, dead_letters_of, panes_of
+from .stateful import OutputWatermarks, dead_letters_of, panes_of, sql_panes_of
+from .window_pipeline import is_sql
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
@@ -128,11 +130,17 @@ class StatefulStreamResult(WindowedResult):
         self.combined = combined
         self.pipeline = pipeline
         self.input_schema = input_schema
-        self._panes = panes_of(combined, pipeline, input_schema)
+        #: the table of a micro-batch's window pipeline rows (its SQL reads it), one per result
+        self.view = f"__panes_rows_{uuid.uuid4().hex}"
+        # a window pipeline's SQL runs per micro-batch (a streaming DataFrame has no ranking by row)
+        self._panes = None if is_sql(pipeline) else panes_of(combined, pipeline, input_schema)
         self._dead_letters = dead_letters_of(combined)
 
     @property
     def panes(self) -> DataFrame:
+        if self._panes is None:
+            raise ValueError("a window pipeline's SQL runs per micro-batch, over the rows of the windows that fire: "
+                             "run it with write_stream(on_panes, on_dead_letters, checkpoint)")
         return self._panes
 
     @property
@@ -141,15 +149,22 @@ class StatefulStreamResult(WindowedResult):
 
     def write_stream(self, on_panes: Callback, on_dead_letters: Callback, checkpoint: str,
                      query_name: str | None = None, ordered: bool = False, **trigger: Any) -> StreamingQuery:
-        p, schema = self.pipeline, self.input_schema
+        p, schema, view = self.pipeline, self.input_schema, self.view
         # (with allowed lateness, the provisional panes are decided here: see ``stateful``)
         watermarks = OutputWatermarks(p) if p.allowed_lateness > 0 else None
 
         def each(batch: DataFrame, batch_id: int) -> None:
             batch = batch.cache()
-            panes = panes_of(batch, p, schema) if watermarks is None else watermarks.panes(batch, p, schema)
-            on_panes(panes, batch_id)
-            on_dead_letters(dead_letters_of(batch), batch_id)
+            settled = batch if watermarks is None else watermarks.settle(batch)
+            if is_sql(p):  # the query runs now: a pane it fails on sends its rows to the dead letters
+                panes, failed = sql_panes_of(settled, p, schema, view)
+                on_panes(panes, batch_id)
+                dead = dead_letters_of(settled)
+                on_dead_letters(dead if failed is None else dead.unionByName(failed), batch_id)
+                panes.unpersist()
+            else:
+                on_panes(panes_of(settled, p, schema, view), batch_id)
+                on_dead_letters(dead_letters_of(settled), batch_id)
             batch.unpersist()
 
         return self._start(self.combined, each, checkpoint, query_name, trigger)

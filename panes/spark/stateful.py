@@ -22,6 +22,7 @@ same). A micro-batch is one bundle of Beam's: the decision needs no other micro-
 
 from __future__ import annotations
 
+import itertools
 import json
 import pickle
 from collections.abc import Iterator
@@ -40,6 +41,7 @@ from ..core.engine.parts import PHASES, PartReport, StageWatermarks
 from ..core.output import pane_columns
 from ..core.pipeline import Pipeline
 from ..core.time import END_OF_INPUT, MAX_TIME, MIN_TIME
+from ..core.windows import GlobalWindows
 from .columns import (
     ACTIVE,
     CLOCK,
@@ -53,6 +55,7 @@ from .columns import (
     TS,
     pane_schema,
 )
+from .window_pipeline import PANE_ID, guarded_sql_panes, table_fields, table_panes, table_rows
 
 #: what an output row of the processor is: "P", a pane, "D", a dead letter, or "H", a bucket's report
 #: of its holds (``core.engine.parts.PartReport``)
@@ -99,6 +102,9 @@ def restore_integers(frame: pd.DataFrame, columns) -> None:
 
 
 class BucketProcessor(StatefulProcessor):
+    """``pipeline``: the engine's (``window_pipeline.engine_pipeline``: a SQL window pipeline's
+    windows hand their rows on; Spark runs the query)."""
+
     def __init__(self, pipeline: Pipeline, record_columns: list[str], output_columns: list[str],
                  scripted_clock: bool = False, input_names: list[str] | None = None,
                  integral_columns: tuple = (), integral_outputs: tuple = ()):
@@ -112,6 +118,10 @@ class BucketProcessor(StatefulProcessor):
         #: with allowed lateness a pane's timing may hang on other buckets' holds (see the module)
         self.partial = pipeline.allowed_lateness > 0
         self.engine = Engine(pipeline, partial=self.partial)
+        self.is_global = isinstance(pipeline.window, GlobalWindows)
+        #: ids of table-valued panes: the bucket's, then a count (unique within a micro-batch)
+        self.pane_ids = itertools.count()
+        self.bucket = 0
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -153,16 +163,19 @@ class BucketProcessor(StatefulProcessor):
         st = self._load()
         out: list[dict] = []
         holds = self._holds(st, [])
+        self.bucket = int(key[0])
         wm = self._watermark(st, timerValues.getCurrentWatermarkInMs())
         pdf, clock, active = self._clock_rows(pd.concat(list(rows), ignore_index=True))
         # phase 0: what the watermark (and the clock as it stood) made due: the end of the last step
         res = self.engine.advance(st, wm, self._clock(timerValues), idle=self.scripted_clock or not active)
         self._panes(res.panes, 0, out)
+        self._letters(res.dead_letters, 0, out)
         self._holds(st, holds)
         # phase 1: the clock moves (scripted, or heartbeat rows): processing-time triggers fire
         if clock is not None and clock > st.processing_time:
             res = self.engine.advance(st, None, clock, idle=not active)
             self._panes(res.panes, 1, out)
+            self._letters(res.dead_letters, 1, out)
         self._holds(st, holds)
         # phase 2: the batch's rows
         batch = self._valid_rows(pdf, st, out)
@@ -211,7 +224,7 @@ class BucketProcessor(StatefulProcessor):
         for c in self.pipeline.value_columns:
             if NUM + c in batch.columns:  # a string column read as numbers
                 batch[c] = batch[NUM + c]
-        restore_integers(batch, [c for c in self.pipeline.value_columns if c in self.integral])
+        restore_integers(batch, [c for c in self.pipeline.input_columns(batch.columns) if c in self.integral])
         batch[CORE_TS] = batch[CORE_TS].astype(np.int64)
         if self.pipeline.event_time is None:
             # ingestion time never goes back (Spark's micro-batch time does when the system
@@ -225,9 +238,11 @@ class BucketProcessor(StatefulProcessor):
         st = self._load()
         out: list[dict] = []
         holds = self._holds(st, [])
+        self.bucket = int(key[0])
         res = self.engine.advance(st, self._watermark(st, timerValues.getCurrentWatermarkInMs()),
                                   self._clock(timerValues))
         self._panes(res.panes, 0, out)
+        self._letters(res.dead_letters, 0, out)
         self._report(key, st, self._holds(st, holds), out)
         self._save(st)
         if out:
@@ -272,12 +287,36 @@ class BucketProcessor(StatefulProcessor):
         if not panes:
             return
         n = len(panes)
+        if self.pipeline.window_pipeline is not None:
+            self._table_panes(panes, phase, out)
+            return
         cols: dict = {KIND: ["P"] * n, PHASE: [phase] * n, ORDER: list(range(n)), **pane_columns(panes, self.pipeline),
                       PROVISIONAL: [p.provisional for p in panes]}
         for a in self.pipeline.aggregates:
             if a.output in self.integral_outputs:  # integer input with nulls arrives as float64
                 cols[a.output] = [int(v) if isinstance(v, float) and v.is_integer() else v for v in cols[a.output]]
         out.append(cols)
+
+    def _table_panes(self, panes: list[Pane], phase: int, out: list) -> None:
+        """The rows of table-valued panes, each with its pane's emission order."""
+        first = (self.bucket << 40) + next(self.pane_ids) % (1 << 40)
+        for _ in range(len(panes) - 1):
+            next(self.pane_ids)
+        columns = [c for c in self.output_columns if c not in (KIND, PHASE, ORDER)]
+        cols = table_rows(panes, self.pipeline, columns, first, self.is_global)
+        if cols:
+            n = len(cols[PANE_ID])
+            cols[PROVISIONAL] = [panes[i - first].provisional for i in cols[PANE_ID]]
+            out.append({KIND: ["P"] * n, PHASE: [phase] * n, ORDER: [i - first for i in cols[PANE_ID]], **cols})
+
+    def output_frame(self, bucket: int, panes: list[Pane], letters: list[DeadLetter], phase: int) -> pd.DataFrame:
+        """Panes and dead letters as the processor's output rows (for a plan that runs the engine
+        over a bucket by itself: bounded input)."""
+        self.bucket = bucket
+        out: list[dict] = []
+        self._panes(panes, phase, out)
+        self._letters(letters, phase, out)
+        return self._frame(out) if out else pd.DataFrame({c: pd.Series([], dtype=object) for c in self.output_columns})
 
     def _letters(self, letters: list[DeadLetter], phase: int, out: list) -> None:
         for i, d in enumerate(letters):
@@ -309,12 +348,14 @@ class BucketProcessor(StatefulProcessor):
 
 def output_schema(p: Pipeline, schema: ST.StructType) -> ST.StructType:
     """The processor's output rows: kind, emission order, the pane columns (window bounds in ms),
-    the dead-letter columns."""
+    a window pipeline's row columns (``window_pipeline.table_fields``), the dead-letter columns."""
     fields = [ST.StructField(KIND, ST.StringType()), ST.StructField(PHASE, ST.IntegerType()),
               ST.StructField(ORDER, ST.LongType())]
     for f in pane_schema(p, schema).fields:
         bounds = f.name in ("window_start", "window_end")
         fields.append(ST.StructField(f.name, ST.LongType() if bounds else f.dataType, True))
+    if p.window_pipeline is not None:
+        fields += table_fields(p, schema)
     types = (ST.StringType(), ST.StringType(), ST.LongType(), ST.StringType(), ST.StringType())
     fields += [ST.StructField(c, t) for c, t in zip(DEAD_LETTER_COLUMNS, types)]
     fields += [ST.StructField(c, ST.LongType()) for c in COUNT_COLUMNS]
@@ -323,8 +364,13 @@ def output_schema(p: Pipeline, schema: ST.StructType) -> ST.StructType:
     return ST.StructType(fields)
 
 
-def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
-    """The panes of the processor's output."""
+def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType, view: str = "__panes_rows",
+             ordered: bool = False) -> DataFrame:
+    """The panes of the processor's output. A window pipeline's: its SQL run as Spark SQL over the
+    rows of the panes (a micro-batch's: ``view`` names them), or its function's rows; ``ordered``
+    (replays): with the emission order, the bounds in ms."""
+    if p.window_pipeline is not None:
+        return table_panes(combined.filter(F.col(KIND) == "P"), p, schema, view, [PHASE, ORDER], ordered)
     cols = []
     for f in pane_schema(p, schema).fields:
         if f.name in ("window_start", "window_end"):
@@ -332,6 +378,13 @@ def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFra
         else:
             cols.append(F.col(f.name))
     return combined.filter(F.col(KIND) == "P").select(*cols)
+
+
+def sql_panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType, view: str,
+                 ordered: bool = False) -> tuple[DataFrame, DataFrame | None]:
+    """A SQL window pipeline's panes of a micro-batch, computed now, and the dead letters of the
+    panes its query failed on (``window_pipeline.guarded_sql_panes``)."""
+    return guarded_sql_panes(combined.filter(F.col(KIND) == "P"), p, schema, view, [PHASE, ORDER], ordered)
 
 
 def dead_letters_of(combined: DataFrame) -> DataFrame:
@@ -373,14 +426,13 @@ class OutputWatermarks:
             out.append(r)
         return out
 
-    def panes(self, batch: DataFrame, p: Pipeline, schema: ST.StructType) -> DataFrame:
-        """A cached micro-batch's panes, the provisional ones decided: they and the reports are
-        collected (few rows: the panes whose timing hangs on other buckets), decided, and put
+    def settle(self, batch: DataFrame) -> DataFrame:
+        """A cached micro-batch's output with its provisional panes decided: they and the reports
+        are collected (few rows: the panes whose timing hangs on other buckets), decided, and put
         back beside the others."""
         side = batch.filter((F.col(KIND) == "H") | (F.col(PROVISIONAL) > 0)).collect()
         decided = self.decide([r.asDict() for r in side])
-        settled = batch.filter(F.coalesce(F.col(PROVISIONAL), F.lit(0)) == 0)
+        settled = batch.filter((F.col(KIND) != "H") & (F.coalesce(F.col(PROVISIONAL), F.lit(0)) == 0))
         if not decided:
-            return panes_of(settled, p, schema)
-        again = batch.sparkSession.createDataFrame(decided, schema=batch.schema)
-        return panes_of(settled.unionByName(again), p, schema)
+            return settled
+        return settled.unionByName(batch.sparkSession.createDataFrame(decided, schema=batch.schema))

@@ -131,8 +131,9 @@ def test_first_failure_follows_the_checks_in_order():
 
 def test_validation_order():
     assert [rules.validation_rank(r) for r in VALIDATION_ORDER] == list(range(len(VALIDATION_ORDER)))
-    # late and window_closed are decided by the windows, later
-    assert set(VALIDATION_ORDER) == set(Reason) - {Reason.LATE, Reason.WINDOW_CLOSED}
+    # late and window_closed are decided by the windows, later; window_pipeline_failed when a
+    # window's pane is extracted
+    assert set(VALIDATION_ORDER) == set(Reason) - {Reason.LATE, Reason.WINDOW_CLOSED, Reason.WINDOW_PIPELINE_FAILED}
 
 
 @pytest.mark.parametrize("faults", [f for n in range(1, 6) for f in itertools.combinations(

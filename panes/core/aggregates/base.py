@@ -84,6 +84,15 @@ class AggregateFn:
         (count 0, count_distinct 0, collect_list and top_k []), else None (min, max, avg, first,
         last, median, percentile)."""
         return self.extract(self.create())
+    def input(self, values: dict, rows: np.ndarray) -> Any:
+        """What ``add_group`` gets of a batch's input columns (``values``) for the group's ``rows``:
+        the aggregate's own column (None when it reads none)."""
+        return values[self.column][rows] if self.column in values else None
+
+    def extract_window(self, acc: Any, window: Any) -> Any:
+        """The pane's value for a window (``panes.core.window_pipeline.PaneWindow``); most
+        aggregates need only their accumulator."""
+        return self.extract(acc)
 
     def partials(self, values: Any, begins: np.ndarray, n_rows: int) -> list | None:
         """Accumulators of many groups at once, for rows already sorted by group (group g is

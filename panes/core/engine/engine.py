@@ -140,6 +140,7 @@ class Engine:
             state.metrics[name] = state.metrics.get(name, 0) + n
         out.panes.extend(self._evaluate(state, ingested.touched))
         state.phase = None
+        out.dead_letters.extend(self.firing.take_dead_letters())
         return out
 
     def _rows(self, state: EngineState, batch: pd.DataFrame) -> BatchRows:
@@ -151,7 +152,7 @@ class Engine:
         state.metrics["rows"] += n
         state.max_event_time = max(state.max_event_time, int(ts.max()))
         state.last_data_time = state.processing_time
-        values = {c: batch[c].to_numpy() for c in self.p.value_columns}
+        values = {c: batch[c].to_numpy() for c in self.p.input_columns(batch.columns)}
         codes, keys = key_codes(batch, self.p.key)
         return BatchRows(batch, ts, seq, values, codes, keys, state.watermark, state.processing_time)
 
@@ -218,7 +219,7 @@ class Engine:
         state.phase = None
         self.strategy.purge(state)
         state.metrics["windows_open"] = sum(len(v) for v in state.keys.values())
-        return StepResult(panes=ordered(emitted))
+        return StepResult(panes=ordered(emitted), dead_letters=self.firing.take_dead_letters())
 
     @staticmethod
     def _timers_fire(ws: WindowState, wm: int, pt: int) -> bool:

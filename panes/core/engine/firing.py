@@ -16,10 +16,12 @@ from typing import Any, cast
 
 from .. import rules
 from ..pipeline import Pipeline
-from ..rules import Timing
+from ..rules import Reason, Timing
 from ..triggers import Ctx, TriggerMachine
+from ..window_pipeline import PaneWindow, WindowPipelineFailed
+from ..windows import GlobalWindows
 from .holds import Holds
-from .state import EngineState, Pane, WindowState
+from .state import DeadLetter, EngineState, Pane, WindowState
 
 #: a pane and the key that orders the panes of one evaluation (window end, start, key)
 Emitted = tuple[tuple, Pane]
@@ -56,11 +58,15 @@ class Firing:
         self.holds = holds
         #: the engine runs one part of the stage (a Spark bucket): see ``Pane.provisional``
         self.partial = partial
-        self.aggs = [a.fn for a in pipeline.aggregates]
+        self.aggs = list(pipeline.accumulators)
+        self.keeps_rows = pipeline.keeps_rows
         self.discarding = pipeline.accumulation == "discarding"
         self.retracting = pipeline.accumulation == "retracting"
         self.only_updated_panes = pipeline.only_updated_panes
         self.report_end = pipeline.window.report_end
+        self.is_global = isinstance(pipeline.window, GlobalWindows)
+        #: dead letters of windows whose pipeline failed, until the engine takes them
+        self.dead_letters: list[DeadLetter] = []
 
     def fire(self, state: EngineState, key: tuple, ws: WindowState, ctx: Ctx) -> list[Emitted]:
         """The trigger fired: its pane; a finished trigger closes the window."""
@@ -80,7 +86,11 @@ class Firing:
         out: list[Emitted] = []
         if not rules.pane_is_emitted(ws.new_count, timing):
             return out
-        values = self.values(ws)
+        try:
+            values = self.values(key, ws)
+        except WindowPipelineFailed as e:
+            self.failed(ws, e)
+            return out
         skip = self.only_updated_panes and (
             ws.new_count == 0 or (not self.discarding and values_equal(values, ws.last_values)))
         if not skip:
@@ -114,12 +124,27 @@ class Firing:
             return rules.Timing.ON_TIME.value, True
         return rules.pane_timing(ws.nonearly or passed, reached), False
 
-    def values(self, ws: WindowState) -> tuple:
-        """The aggregates' values: with nothing added since the accumulators were created (an
-        empty pane in discarding mode), each aggregate's value for no input."""
-        if self.discarding and ws.new_count == 0:
+    def values(self, key: tuple, ws: WindowState) -> tuple:
+        """The pane's values: each accumulator's, extracted for the window (a window pipeline's
+        table needs the window's bounds); with nothing added since the accumulators were created
+        (an empty pane in discarding mode), each aggregate's value for no input."""
+        if self.discarding and ws.new_count == 0 and not self.keeps_rows:
             return tuple(a.empty_value() for a in self.aggs)
-        return tuple(a.extract(acc) for a, acc in zip(self.aggs, ws.acc))
+        window = PaneWindow(key, None, None) if self.is_global else PaneWindow(key, ws.start, self.report_end(ws.end))
+        return tuple(a.extract_window(acc, window) for a, acc in zip(self.aggs, ws.acc))
+
+    def failed(self, ws: WindowState, error: WindowPipelineFailed) -> None:
+        """The window's pipeline failed: no pane; the rows it ran over go to the dead letters with
+        the error, and leave the window (a later pane runs over the rows that come after them)."""
+        windows = () if self.is_global else ((ws.start, self.report_end(ws.end)),)
+        self.dead_letters += [DeadLetter(Reason.WINDOW_PIPELINE_FAILED, r, None, windows, error.detail)
+                              for r in error.records]
+        ws.acc = [a.create() for a in self.aggs]
+        ws.new_count = 0
+
+    def take_dead_letters(self) -> list[DeadLetter]:
+        out, self.dead_letters = self.dead_letters, []
+        return out
 
     def _retractions(self, state: EngineState, key: tuple, ws: WindowState) -> list[Pane]:
         """The panes a new pane of ``ws`` restates: those of the windows merged into it, and its

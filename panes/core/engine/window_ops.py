@@ -17,7 +17,7 @@ from .state import WindowState
 
 class WindowOps:
     def __init__(self, pipeline: Pipeline, machine: TriggerMachine, holds: Holds):
-        self.aggs = [a.fn for a in pipeline.aggregates]
+        self.aggs = list(pipeline.accumulators)
         self.machine = machine
         self.holds = holds
         self.lateness = pipeline.allowed_lateness
@@ -48,9 +48,7 @@ class WindowOps:
                 continue
             if t is None:
                 t, s = ts[rows], seq[rows]
-            col = a.column
-            v: Any = values[col][rows] if col in values else None
-            ws.acc[j] = a.add_group(ws.acc[j], v, t, s)
+            ws.acc[j] = a.add_group(ws.acc[j], a.input(values, rows), t, s)
         k = len(rows)
         ws.new_count += k
         self.holds.add(ws, watermark)

@@ -66,8 +66,15 @@ def _aggregates_unsupported(p: Pipeline) -> str | None:
     return f"aggregates {bad} have no native form" if bad else None
 
 
+#: why a window pipeline is not the native plans' (``panes.spark.window_pipeline`` runs it)
+WINDOW_PIPELINE = ("a window pipeline keeps its windows' rows in the engine's state (its SQL runs as Spark SQL "
+                   "over the rows of the windows that fire)")
+
+
 def batch_unsupported(p: Pipeline) -> str | None:
     """Why a bounded pipeline cannot run on the native plan (None: it can)."""
+    if p.window_pipeline is not None:
+        return WINDOW_PIPELINE
     if registered(NATIVE_WINDOWS, p.window) is None:
         return f"{p.window.kind} windows"
     return _aggregates_unsupported(p)
@@ -118,6 +125,8 @@ def _trigger_unsupported(p: Pipeline, native: NativeWindow | None) -> str | None
 def stream_unsupported(p: Pipeline) -> str | None:
     """Why a streaming pipeline cannot run on the native plan (None: it can). Natively: the default
     trigger, and after_watermark with early / late firings by count, in any accumulation mode."""
+    if p.window_pipeline is not None:
+        return WINDOW_PIPELINE
     native = registered(NATIVE_WINDOWS, p.window)
     why = _trigger_unsupported(p, native)
     if why is not None:
