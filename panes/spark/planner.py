@@ -39,6 +39,7 @@ from .columns import (
     valid,
     validation,
 )
+from .connect import check_bounded
 from .native import batch_unsupported, never_late, stream_unsupported
 from .native.step import NativeStep
 from .native.windows import window_reads
@@ -251,6 +252,7 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> BoundedResult:
             return step.dead_letters(prepare(df, p, 0, ingestion=ingestion, watermark=False), MIN_TIME)
 
         return BoundedResult(explain_plan(p, "batch"), panes, dead_letters)
+    check_bounded(df.sparkSession)  # (Spark Connect: panes must import in the server's pandas workers)
     prepared = prepare(df, p, buckets, ingestion=ingestion, watermark=False)
     invalid = prepared.filter(F.col(INVALID).isNotNull())
     dead = invalid.select(
