@@ -46,8 +46,12 @@ def is_connect(spark) -> bool:
 def get_spark(master: str | None = None, shuffle_partitions: int = 2, conf: dict | None = None,
               app_name: str = "panes", remote: str | None = None):
     """The active SparkSession, or a new one configured for panes: a Spark Connect session when
-    ``remote`` (or a ``master``) is an ``sc://`` URL or SPARK_REMOTE is set, else a classic one."""
-    remote = remote or (master if master and master.startswith("sc://") else None) or os.environ.get("SPARK_REMOTE")
+    ``remote`` or ``master`` is an ``sc://`` URL, or when no master is given and ``SPARK_REMOTE`` is
+    set (PySpark's variable); else a classic one."""
+    if remote is None and master and master.startswith("sc://"):
+        remote = master
+    if remote is None and not master:
+        remote = os.environ.get("SPARK_REMOTE")
     if remote:
         return _connect(remote, shuffle_partitions, conf, app_name)
     # Python workers must import panes: make sure they find it even when it is not installed
