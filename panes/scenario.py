@@ -10,6 +10,7 @@ Every emitted pane is one JSON object per line, in emission order.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,14 +89,28 @@ class ReplayResult:
     metrics: dict
 
 
-def replay_core(scenario: Scenario) -> ReplayResult:
-    """Run the timeline through the pure core, in-process."""
+@dataclass
+class StepTrace:
+    """One timeline step as the core ran it (``replay_core``'s ``on_step``): the step, the processing
+    time and the watermark after it, and the panes and dead letters it emitted."""
+
+    index: int
+    step: dict
+    processing_time: int
+    watermark: int
+    panes: list[dict]
+    dead_letters: list[dict]
+
+
+def replay_core(scenario: Scenario, on_step: Callable[[StepTrace], None] | None = None) -> ReplayResult:
+    """Run the timeline through the pure core, in-process; ``on_step`` sees each step once it ran."""
     pipe = scenario.pipeline
     engine = Engine(pipe)
     state = engine.new_state()
     panes: list[dict] = []
     dead: list[dict] = []
-    for step in scenario.timeline:
+    for index, step in enumerate(scenario.timeline):
+        emitted = len(panes), len(dead)
         pt = step.get("processing_time")
         batch = None
         record_of = None
@@ -112,6 +127,9 @@ def replay_core(scenario: Scenario) -> ReplayResult:
                           record_of=record_of, active=bool(step.get("add")))
         panes.extend(pane_record(p, pipe) for p in res.panes)
         dead.extend(dead_letter_record(d) for d in res.dead_letters)
+        if on_step is not None:
+            on_step(StepTrace(index, step, state.processing_time, state.watermark, panes[emitted[0]:],
+                              dead[emitted[1]:]))
     return ReplayResult(panes, dead, dict(state.metrics))
 
 
