@@ -9,7 +9,7 @@ SHELL  := /bin/bash
 # PySpark's transformWithState driver worker prints its own start-up chatter: keep the demo readable
 QUIET  := grep --line-buffered -v -e 'TransformWithStateInPandas Python worker' -e '^$$'
 
-.PHONY: setup java demo demo-batch test test-core lint format conformance clean-conformance chaos bench bench-quick clean
+.PHONY: setup java demo demo-batch test test-remote test-core lint format conformance clean-conformance chaos bench bench-quick clean
 
 setup: java $(VENV)/.installed
 
@@ -33,8 +33,14 @@ demo-batch: setup
 	set -o pipefail; cd examples/traffic && ../../$(VENV)/bin/panes run pipeline.yaml --mode batch 2>&1 | $(QUIET)
 
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; \
+	$(PY) -m pytest -q -p no:cacheprovider -m "not remote"; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; exit $$rc
+
+# tests/remote: each test session starts its own Spark Connect server and standalone cluster (a
+# master and two workers) from the pyspark package's scripts, and stops them (about 10 minutes on
+# 2 busy cores; CI runs it after make test)
+test-remote: setup
+	$(PY) -m pytest -q -p no:cacheprovider -m remote tests/remote
 
 test-core: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/core

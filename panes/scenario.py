@@ -9,6 +9,7 @@ Every emitted pane is one JSON object per line, in emission order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,8 +96,21 @@ class ReplayResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def replay_core(scenario: Scenario) -> ReplayResult:
-    """Run the timeline through the pure core, in-process."""
+@dataclass
+class StepTrace:
+    """One timeline step as the core ran it (``replay_core``'s ``on_step``): the step, the processing
+    time and the watermark after it, and the panes and dead letters it emitted."""
+
+    index: int
+    step: dict
+    processing_time: int
+    watermark: int
+    panes: list[dict]
+    dead_letters: list[dict]
+
+
+def replay_core(scenario: Scenario, on_step: Callable[[StepTrace], None] | None = None) -> ReplayResult:
+    """Run the timeline through the pure core, in-process; ``on_step`` sees each step once it ran."""
     pipe = scenario.pipeline
     if pipe.window_pipeline is not None:
         refusal = pipe.window_pipeline.core_refusal()
@@ -108,7 +122,8 @@ def replay_core(scenario: Scenario) -> ReplayResult:
     dead: list[dict] = []
     counts = Accounting()
     warnings: list[str] = []
-    for step in scenario.timeline:
+    for index, step in enumerate(scenario.timeline):
+        emitted = len(panes), len(dead)
         pt = step.get("processing_time")
         batch = None
         record_of = None
@@ -133,6 +148,9 @@ def replay_core(scenario: Scenario) -> ReplayResult:
         counts.counted += res.counted
         counts.in_no_window += res.in_no_window
         counts.add_dead_letters(d.reason for d in res.dead_letters)
+        if on_step is not None:
+            on_step(StepTrace(index, step, state.processing_time, state.watermark, panes[emitted[0]:],
+                              dead[emitted[1]:]))
     return ReplayResult(panes, dead, dict(state.metrics), counts, warnings)
 
 

@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Sequence
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .core.aggregates import Aggregate, make_aggregate
 from .core.pipeline import MAX_WINDOWS_PER_RECORD, Pipeline, WatermarkStrategy, window_limit_exceeded
@@ -155,6 +164,9 @@ class SinkSpec(_Model):
 
 class SparkSpec(_Model):
     master: str | None = None
+    #: a Spark Connect server, ``sc://HOST:PORT`` (instead of a master: panes' Python runs here,
+    #: Spark there)
+    remote: str | None = None
     shuffle_partitions: int = 2
     buckets: int = 8
     trigger_interval: int | None = None  # micro-batch interval (ms); None = as fast as possible
@@ -172,6 +184,15 @@ class SparkSpec(_Model):
     @classmethod
     def _d(cls, v):
         return None if v is None else _dur(v)
+
+    @field_validator("remote")
+    @classmethod
+    def _remote(cls, v, info: ValidationInfo):
+        if v is not None and not v.startswith("sc://"):
+            raise ValueError(f"a Spark Connect URL is sc://HOST:PORT, not {v!r}")
+        if v is not None and info.data.get("master"):
+            raise ValueError("a spec names a master or a Spark Connect server (remote), not both")
+        return v
 
 
 class PipelineSpec(_Model):

@@ -45,6 +45,7 @@ from .columns import (
     valid,
     validation,
 )
+from .connect import check_bounded
 from .native import batch_unsupported, never_late, stream_unsupported
 from .native.names import ROW_COUNTS, ROW_IN_WINDOW
 from .native.step import NativeStep
@@ -282,6 +283,7 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> BoundedResult:
             return step.dead_letters(prepare(df, p, 0, ingestion=ingestion, watermark=False), MIN_TIME)
 
         return BoundedResult(explain_plan(p, "batch"), panes, dead_letters)
+    check_bounded(df.sparkSession)  # (Spark Connect: panes must import in the server's pandas workers)
     prepared = prepare(df, p, buckets, ingestion=ingestion, watermark=False)
     dead = _invalid_letters(prepared, record_columns, schema)
     good = prepared.filter(F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull())

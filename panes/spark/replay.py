@@ -25,14 +25,17 @@ from ..core.pipeline import Pipeline
 from ..core.time import MAX_TIME, MIN_TIME
 from ..scenario import ReplayResult, Scenario
 from .columns import ACTIVE, CLOCK, MALFORMED, SPARK_END_MS
+from .connect import check_stream
+from .native import stream_unsupported
 from .planner import window_stream
 from .results import NativeStreamResult, StatefulStreamResult
-from .session import get_spark
+from .session import get_spark, is_connect
 from .stateful import KIND, ORDER, PHASE, OutputWatermarks, panes_of, sql_panes_of
 from .window_pipeline import is_sql, replay_panes
 
 WM_STEP = "__panes_wm_step"
 INGEST = "__panes_ingest"
+BATCH_ID, ROW = "__panes_batch_id", "__panes_row"  # (the rows collected on Spark Connect)
 
 
 def _step_rows(step: dict, clock: int) -> list[dict]:
@@ -65,6 +68,9 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
         staging.mkdir()
         for path, rows in files:
             (staging / path.name).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        # (on Spark Connect the server reads these files: refused here, with the reason, if it cannot)
+        resolved = "native" if plan in ("auto", "native") and stream_unsupported(p) is None else "stateful"
+        check_stream(spark, resolved, str(tmp / "checkpoint"), (str(staging),))
         schema = spark.read.json(str(staging)).schema
         for name, typ in ((CLOCK, "long"), (WM_STEP, "long"), (INGEST, "long"), (ACTIVE, "long")):
             if name not in schema.fieldNames():
@@ -74,18 +80,15 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
         stream = stream.select(*[c for c in stream.columns if c not in (WM_STEP,)], F.col(WM_STEP))
         result = window_stream(stream, p, buckets=buckets, scripted_clock=True,
                                ingestion=F.col(INGEST), control_wm=WM_STEP, plan=plan)
-        batches: dict[int, list] = {}
+        collected = _Collected(spark, tmp / "collected")
         if isinstance(result, NativeStreamResult):
-            def on_panes(df, batch_id):
-                batches.setdefault(batch_id, []).extend(_native_rows(df, "P"))
-
-            def on_dead(df, batch_id):
-                batches.setdefault(batch_id, []).extend(_native_rows(df, "D"))
-
-            q = result.write_stream(on_panes, on_dead, str(tmp / "checkpoint"), ordered=True)
+            q = result.write_stream(collected.callback("P"), collected.callback("D"), str(tmp / "checkpoint"),
+                                    ordered=True)
         else:
             assert isinstance(result, StatefulStreamResult)
-            collect = _stateful_collector(batches, result)
+            # (a window pipeline's panes are its rows, its SQL run per micro-batch in the callback)
+            collect = (collected.callback("S") if result.pipeline.window_pipeline is None
+                       else _stateful_collector(collected.batches, result))
             q = (result.combined.writeStream.foreachBatch(collect)
                  .option("checkpointLocation", str(tmp / "checkpoint")).outputMode("append").start())
         try:
@@ -102,20 +105,15 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
             raise RuntimeError(str(q.exception()))
         # (the stateful plan with allowed lateness: its provisional panes decided, as write_stream does)
         stateful = isinstance(result, StatefulStreamResult) and p.allowed_lateness > 0
-        return _collect(batches, p, OutputWatermarks(p) if stateful else None)
+        return _collect(collected.read(spark), p, OutputWatermarks(p) if stateful else None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _stateful_collector(batches: dict, result: StatefulStreamResult):
-    """A foreachBatch function that keeps the stateful plan's rows of each micro-batch: a window
-    pipeline's panes as their rows (its SQL run over the micro-batch's panes), with their order."""
+    """A foreachBatch function that keeps a window pipeline's rows of each micro-batch: its panes
+    as their rows (its SQL run over the micro-batch's panes), with their order."""
     p = result.pipeline
-    if p.window_pipeline is None:
-        def collect(df, batch_id):
-            batches[batch_id] = [r.asDict(recursive=True) for r in df.collect()]
-
-        return collect
 
     def collect_tables(df, batch_id):
         df = df.cache()
@@ -145,12 +143,58 @@ def _ms(t):
     return None if t is None else round(t.timestamp() * 1000)
 
 
-def _native_rows(df, kind: str) -> list[dict]:
-    """The native plan's panes / dead letters in the stateful plan's row format (epoch ms, JSON
-    strings), with the emission order the plan gives (``ordered``)."""
+class _Collected:
+    """The rows the query's callbacks hand over, per micro-batch. A classic session runs the
+    callbacks in this process: they keep the rows in a dict. On Spark Connect they run in a Python
+    worker of the server, on a copy of the closure: they append the rows, numbered in the order
+    they come, to a Parquet table per kind under ``where``, read back once the query has stopped."""
+
+    def __init__(self, spark, where: Path):
+        self.remote = is_connect(spark)
+        self.where = str(where)
+        self.batches: dict[int, list] = {}
+
+    def callback(self, kind: str):
+        """``f(df, batch_id)`` for the rows of ``kind``: P (native panes), D (native dead letters),
+        S (the stateful plan's combined rows)."""
+        if self.remote:
+            path = f"{self.where}/{kind}"
+
+            def append(df, batch_id):
+                (df.withColumn(BATCH_ID, F.lit(batch_id)).withColumn(ROW, F.monotonically_increasing_id())
+                 .write.mode("append").parquet(path))
+            return append
+        batches = self.batches
+
+        def keep(df, batch_id):
+            batches.setdefault(batch_id, []).extend(_rows([r.asDict(recursive=True) for r in df.collect()], kind))
+        return keep
+
+    def read(self, spark) -> dict[int, list]:
+        if not self.remote:
+            return self.batches
+        batches: dict[int, list] = {}
+        for kind in ("D", "P", "S"):  # (the order the native plan calls back in: dead letters first)
+            if not Path(self.where, kind).exists():
+                continue
+            rows = [r.asDict(recursive=True) for r in spark.read.parquet(f"{self.where}/{kind}").collect()]
+            rows.sort(key=lambda r: (r[BATCH_ID], r[ROW]))
+            by_batch: dict[int, list] = {}
+            for r in rows:
+                by_batch.setdefault(r.pop(BATCH_ID), []).append(r)
+                r.pop(ROW)
+            for batch_id, got in by_batch.items():
+                batches.setdefault(batch_id, []).extend(_rows(got, kind))
+        return batches
+
+
+def _rows(rows: list[dict], kind: str) -> list[dict]:
+    """A micro-batch's rows in the stateful plan's row format (epoch ms, JSON strings): the
+    native plan's panes and dead letters converted, in the order they came (``ordered``)."""
+    if kind == "S":
+        return rows
     out = []
-    for i, r in enumerate(df.collect()):
-        r = r.asDict(recursive=True)
+    for i, r in enumerate(rows):
         if kind == "P":
             r.update({KIND: "P", "window_start": _ms(r["window_start"]), "window_end": _ms(r["window_end"])})
         else:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import types as ST
 
 from ..core.pipeline import Pipeline
+from .connect import check_stream, is_connect, local_checkpoint_refusal
 from .session import plan_building
 from .stateful import OutputWatermarks, dead_letters_of, panes_of, sql_panes_of
 from .window_pipeline import is_sql
@@ -50,7 +52,9 @@ class WindowedResult:
 
     @staticmethod
     def _start(source: DataFrame, each: Callback, checkpoint: str, query_name: str | None,
-               trigger: dict[str, Any]) -> StreamingQuery:
+               trigger: dict[str, Any], plan: str, client_files: tuple[str, ...] = ()) -> StreamingQuery:
+        """Starts the query; on Spark Connect, once the server said it can run ``plan``."""
+        check_stream(source.sparkSession, plan, checkpoint, client_files)
         w = source.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint)
         if query_name:
             w = w.queryName(query_name)
@@ -110,12 +114,17 @@ class NativeStreamResult(WindowedResult):
         micro-batch that has some."""
         from .native.store import NativeStream
 
+        why = local_checkpoint_refusal(checkpoint)
+        if why:
+            raise ValueError(why)
+        if is_connect(self.source.sparkSession):  # (the server's foreachBatch worker resolves the state's path)
+            checkpoint = str(Path(checkpoint).resolve())
         stream = self.stream = NativeStream(self.step, checkpoint, ordered)
 
         def each(batch: DataFrame, batch_id: int) -> None:
             stream.run(batch, batch_id, on_panes, on_dead_letters)
 
-        return self._start(self.source, each, checkpoint, query_name, trigger)
+        return self._start(self.source, each, checkpoint, query_name, trigger, "native", (str(stream.root),))
 
 
 class StatefulStreamResult(WindowedResult):
@@ -167,4 +176,4 @@ class StatefulStreamResult(WindowedResult):
                 on_dead_letters(dead_letters_of(settled), batch_id)
             batch.unpersist()
 
-        return self._start(self.combined, each, checkpoint, query_name, trigger)
+        return self._start(self.combined, each, checkpoint, query_name, trigger, "stateful")

@@ -37,9 +37,23 @@ def spark_conf(shuffle_partitions: int = 2) -> dict[str, str]:
     }
 
 
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session: its foreachBatch functions and stateful
+    processors are pickled and run in Python workers of the server."""
+    return type(spark).__module__.startswith("pyspark.sql.connect.")
+
+
 def get_spark(master: str | None = None, shuffle_partitions: int = 2, conf: dict | None = None,
-              app_name: str = "panes"):
-    """The active SparkSession, or a new one configured for panes."""
+              app_name: str = "panes", remote: str | None = None):
+    """The active SparkSession, or a new one configured for panes: a Spark Connect session when
+    ``remote`` or ``master`` is an ``sc://`` URL, or when no master is given and ``SPARK_REMOTE`` is
+    set (PySpark's variable); else a classic one."""
+    if remote is None and master and master.startswith("sc://"):
+        remote = master
+    if remote is None and not master:
+        remote = os.environ.get("SPARK_REMOTE")
+    if remote:
+        return _connect(remote, shuffle_partitions, conf, app_name)
     # Python workers must import panes: make sure they find it even when it is not installed
     pkg_root = str(Path(__file__).resolve().parents[2])
     pp = os.environ.get("PYTHONPATH", "")
@@ -59,6 +73,35 @@ def get_spark(master: str | None = None, shuffle_partitions: int = 2, conf: dict
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("PANES_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def connect_client_check(url: str) -> None:
+    """The Spark Connect client's packages (grpcio-status, googleapis-common-protos...) are there:
+    else one line saying what to install (PySpark's own error is a traceback, or, under
+    ``python -c``, a silent exit)."""
+    from pyspark.errors import PySparkImportError
+    from pyspark.sql.connect import utils
+
+    for name in dir(utils):
+        if name.startswith("require_minimum_") and name.endswith("_version"):
+            try:
+                getattr(utils, name)()
+            except PySparkImportError as e:
+                raise RuntimeError(f"a Spark Connect session ({url}) needs more packages in this Python: "
+                                   f"pip install 'pyspark[connect]' ({str(e).splitlines()[0]})") from None
+
+
+def _connect(url: str, shuffle_partitions: int, conf: dict | None, app_name: str):
+    """A Spark Connect session with panes' SQL settings (a client sets only those: the server's
+    own, such as its memory or UI, are the server's)."""
+    from pyspark.sql import SparkSession
+
+    connect_client_check(url)
+    builder = SparkSession.builder.remote(url).appName(app_name)
+    for k, v in {**spark_conf(shuffle_partitions), **(conf or {})}.items():
+        if k.startswith("spark.sql."):
+            builder = builder.config(k, v)
+    return builder.getOrCreate()
 
 
 #: the switch of ``plan_building``'s shortcuts: ``PANES_FAST_PLANNING=1`` in the environment turns

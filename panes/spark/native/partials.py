@@ -3,7 +3,6 @@ form per aggregate (``capability.NATIVE_AGGREGATES`` names them by the core's ag
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -112,9 +111,22 @@ def maximum(n: str, fn: A.AggregateFn, schema: ST.StructType) -> Partial:
     return _extreme(n, F.max, lambda: c, lambda: F.col(n))
 
 
+def _once(build: Callable[[], Column]) -> Callable[[], Column]:
+    """``build()`` on the first call, then the same Column. (Not functools.cache: on Spark Connect
+    the foreachBatch function is pickled with the step it closes over, and a cache of a local
+    lambda pickles by name, which fails; a closure pickles by value.)"""
+    kept: list[Column] = []
+
+    def value() -> Column:
+        if not kept:
+            kept.append(build())
+        return kept[0]
+    return value
+
+
 def _timed(c: Column) -> Callable[[], Column]:
     """A row's value with its event time and arrival order (built once: several forms read it)."""
-    return functools.cache(lambda: F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"),
+    return _once(lambda: F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"),
                                                                    c.alias("v"))))
 
 
@@ -143,7 +155,7 @@ def _holistic(n: str, c: Column, item: Callable[[], Column], final: Callable, di
 def collect_list(n: str, fn: A.AggregateFn, schema: ST.StructType) -> Partial:
     """In event-time order (then arrival order)."""
     c = _value(fn)
-    item = functools.cache(lambda: F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v")))
+    item = _once(lambda: F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v")))
     return _holistic(n, c, item, lambda: F.transform(F.array_sort(F.col(n)), lambda x: x["v"]), ordered=True)
 
 
@@ -159,7 +171,7 @@ def top_k(n: str, fn: A.TopK, schema: ST.StructType) -> Partial:
 
 def percentile(n: str, fn: A.Percentile, schema: ST.StructType) -> Partial:
     c = _value(fn)
-    return _holistic(n, c, functools.cache(lambda: c.cast("double")),
+    return _holistic(n, c, _once(lambda: c.cast("double")),
                      lambda: _percentile(F.array_sort(F.col(n)), fn.p))
 
 

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ...core.time import END_OF_INPUT, MIN_TIME
-from ..session import plan_building
+from ..session import is_connect, plan_building
 from .names import IS_DEAD_LETTER, ROW_WATERMARK, STATE_DIR, WINDOW_END
 from .step import NativeStep
 
@@ -262,7 +262,9 @@ class NativeStream:
         """Whether the step collects its table to the driver (see ``COLLECT_ROWS``): it rewrites
         ``kept`` rows at most, the table's types are known (from an earlier table) to keep, and
         Spark's estimate of the micro-batch's size is small."""
-        if kept is None or kept > COLLECT_ROWS or self._schema is None or not hasattr(batch, "_collect_as_arrow"):
+        # (not on Spark Connect: no JVM plan to ask for the estimate, and a Connect DataFrame answers
+        # any attribute, _collect_as_arrow too, with a Column)
+        if kept is None or kept > COLLECT_ROWS or self._schema is None or is_connect(batch.sparkSession):
             return False
         if self._local is None:
             self._local = _local_type(self._schema)
