@@ -1046,9 +1046,15 @@ def main(argv=None) -> int:
             runner.errors["stages"] = traceback.format_exc()
             log(f"multi-stage benchmarks FAILED:\n{runner.errors['stages']}")
         for name, f in stage_figures.items():
-            print(f"{name:<42} panes {f['events_per_s']:>12,.0f} ev/s" + (
-                f"  plain {f['baseline_events_per_s']:>12,.0f} ev/s  ratio {f['ratio']:.3f}"
-                f"{'' if f['same_result'] else '  MISMATCH'}" if "ratio" in f else "  (no plain streaming form)"))
+            print(
+                f"{name:<42} panes {f['events_per_s']:>12,.0f} ev/s"
+                + (
+                    f"  plain {f['baseline_events_per_s']:>12,.0f} ev/s  ratio {f['ratio']:.3f}"
+                    f"{'' if f['same_result'] else '  MISMATCH'}"
+                    if "ratio" in f
+                    else "  (no plain streaming form)"
+                )
+            )
     print_summary(results)
     for name, r in results.items():
         if "state_series" in r:

@@ -41,6 +41,7 @@ from .core.aggregates import (
 )
 from .core.pipeline import Pipeline, WatermarkStrategy
 from .core.stages import Input, MergeAccumulation, Stage, StageGraph
+from .core.table import Table
 from .core.triggers import (
     BEAM_DEFAULT,
     AfterAll,
@@ -54,7 +55,6 @@ from .core.triggers import (
     Repeatedly,
     Trigger,
 )
-from .core.table import Table
 from .core.window_pipeline import FunctionTransform, SqlTransform, WindowPipeline
 from .core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling, WindowFn
 
@@ -66,19 +66,59 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 __all__ = [
-    "window", "pipeline", "Pipeline", "WatermarkStrategy", "__version__",
+    "window",
+    "pipeline",
+    "Pipeline",
+    "WatermarkStrategy",
+    "__version__",
     # multi-stage pipelines
-    "stages", "stage_graph", "StageGraph", "Stage", "Input", "MergeAccumulation",
+    "stages",
+    "stage_graph",
+    "StageGraph",
+    "Stage",
+    "Input",
+    "MergeAccumulation",
     # windows
-    "WindowFn", "Tumbling", "Hopping", "Sessions", "Sliding", "GlobalWindows",
+    "WindowFn",
+    "Tumbling",
+    "Hopping",
+    "Sessions",
+    "Sliding",
+    "GlobalWindows",
     # triggers
-    "Trigger", "Never", "AfterWatermark", "AfterCount", "AfterProcessingTime", "Repeatedly", "AfterAny", "AfterAll",
-    "AfterEach", "OrFinally", "BEAM_DEFAULT",
+    "Trigger",
+    "Never",
+    "AfterWatermark",
+    "AfterCount",
+    "AfterProcessingTime",
+    "Repeatedly",
+    "AfterAny",
+    "AfterAll",
+    "AfterEach",
+    "OrFinally",
+    "BEAM_DEFAULT",
     # aggregates
-    "Aggregate", "AggregateFn", "Count", "Sum", "Min", "Max", "Avg", "Median", "Percentile", "First", "Last",
-    "CollectList", "CountDistinct", "TopK", "UserCombine", "CombineFn",
+    "Aggregate",
+    "AggregateFn",
+    "Count",
+    "Sum",
+    "Min",
+    "Max",
+    "Avg",
+    "Median",
+    "Percentile",
+    "First",
+    "Last",
+    "CollectList",
+    "CountDistinct",
+    "TopK",
+    "UserCombine",
+    "CombineFn",
     # window pipelines: a pane that is a table
-    "WindowPipeline", "SqlTransform", "FunctionTransform", "Table",
+    "WindowPipeline",
+    "SqlTransform",
+    "FunctionTransform",
+    "Table",
 ]
 
 
@@ -130,18 +170,27 @@ def stages(inputs: dict[str, DataFrame], spec: dict | str | Path | StageGraph, *
         return stages_batch(inputs, graph, buckets=buckets)
 
 
-def window(df: DataFrame | dict[str, DataFrame], spec: dict | str | Path | Pipeline | StageGraph, *,
-           buckets: int = 8, plan: Literal["auto", "native", "stateful"] = "auto") -> WindowedResult | StagesResult:
-    """Window a Spark DataFrame (a dict of named DataFrames and a multi-stage spec: ``stages``). Bounded input gives the final answer the stream converges to (one
-    pane per window). Streaming input: ``result.write_stream(on_panes, on_dead_letters,
-    checkpoint)`` runs it; ``plan`` picks native Spark (``auto`` when the pipeline allows it) or
-    the stateful engine (``"stateful"``: also gives ``result.panes`` as a streaming DataFrame)."""
+def window(
+    df: DataFrame | dict[str, DataFrame],
+    spec: dict | str | Path | Pipeline | StageGraph,
+    *,
+    buckets: int = 8,
+    plan: Literal["auto", "native", "stateful"] = "auto",
+) -> WindowedResult | StagesResult:
+    """Window a Spark DataFrame (a dict of named DataFrames and a multi-stage spec: ``stages``).
+    Bounded input gives the final answer the stream converges to (one pane per window). Streaming
+    input: ``result.write_stream(on_panes, on_dead_letters, checkpoint)`` runs it; ``plan`` picks
+    native Spark (``auto`` when the pipeline allows it) or the stateful engine (``"stateful"``:
+    also gives ``result.panes`` as a streaming DataFrame)."""
     from .spark.planner import window_batch, window_stream
     from .spark.session import plan_building
     from .stage_spec import is_stages_document
 
-    multi = isinstance(spec, StageGraph) or (isinstance(spec, dict) and is_stages_document(spec)) or (
-        isinstance(spec, (str, Path)) and is_stages_document(_document(spec)))
+    multi = (
+        isinstance(spec, StageGraph)
+        or (isinstance(spec, dict) and is_stages_document(spec))
+        or (isinstance(spec, (str, Path)) and is_stages_document(_document(spec)))
+    )
     if isinstance(df, dict) or multi:
         graph = stage_graph(spec)  # type: ignore[arg-type]
         frames = df if isinstance(df, dict) else {graph.input_names[0]: df}

@@ -97,8 +97,9 @@ def inferred_schema(spark: SparkSession, src: SourceSpec) -> ST.StructType:
         return getattr(_reader(spark.read, src), src.format)(src.path).schema
     except AnalysisException as e:
         cause = next((ln for ln in str(e).splitlines() if ln.strip()), "")
-        raise SpecError("source.schema", f"Spark cannot infer the columns of {src.path} ({cause}): "
-                                         f"declare source.schema") from None
+        raise SpecError(
+            "source.schema", f"Spark cannot infer the columns of {src.path} ({cause}): declare source.schema"
+        ) from None
 
 
 def _with_raw(src: SourceSpec, schema):
@@ -136,7 +137,8 @@ def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, titl
         load_callback(sink.callback or "")(df, batch_id)
     elif fmt == "kafka":
         df.selectExpr("to_json(struct(*)) AS value").write.format("kafka").options(
-            **{k: str(v) for k, v in sink.options.items()}).save()
+            **{k: str(v) for k, v in sink.options.items()}
+        ).save()
     elif fmt == "memory":
         df.createOrReplaceTempView(sink.options.get("name", "panes_output"))
     else:

@@ -28,8 +28,15 @@ MAX_PANELS = 9
 #: a pane's label shows its values (one per aggregate, " / " between them) up to this many characters
 LABEL_CHARS = 24
 #: pane colours by timing, and the records'
-COLOURS = {"EARLY": "#d9a400", "ON_TIME": "#2a9d3f", "LATE": "#7b3fb5", "on_time": "#1f5fa8", "late": "#f28e2b",
-           "dead": "#c62828", "watermark": "#444444"}
+COLOURS = {
+    "EARLY": "#d9a400",
+    "ON_TIME": "#2a9d3f",
+    "LATE": "#7b3fb5",
+    "on_time": "#1f5fa8",
+    "late": "#f28e2b",
+    "dead": "#c62828",
+    "watermark": "#444444",
+}
 
 
 def require_matplotlib() -> Any:
@@ -132,8 +139,14 @@ def _step_dots(tl: Timeline, p: Any, trace: StepTrace, y: float, watermark_befor
     letters = list(trace.dead_letters)
     for record in trace.step.get("add", []):
         t = _event_time(p, record, trace.processing_time)
-        match = next((d for d in letters if d["record"] == record
-                      or not isinstance(record, dict) and d["record"].get("value") == record), None)
+        match = next(
+            (
+                d
+                for d in letters
+                if d["record"] == record or not isinstance(record, dict) and d["record"].get("value") == record
+            ),
+            None,
+        )
         if match is not None:
             letters.remove(match)
             tl.dots.append(Dot(_lane(p, record), t, y, "dead", match["reason"]))
@@ -155,7 +168,7 @@ def _bar(p: Any, pane: dict, y: float) -> Bar:
 
 def _short(v: Any, chars: int = 16) -> str:
     text = f"{v:g}" if isinstance(v, float) else str(v)
-    return text if len(text) <= chars else text[:chars - 1] + "…"
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 # -- drawing ----------------------------------------------------------------------------------------------
@@ -210,11 +223,18 @@ def _draw_lane(ax: Any, tl: Timeline, lane: str, x_range: tuple[float, float]) -
             if d.event_time is None:
                 no_time.setdefault(d.y, []).append(str(d.reason))
         else:
-            ax.plot([x], [d.y], marker="o", markersize=7, color=COLOURS[d.fate],
-                    markeredgecolor="black" if d.fate == "late" else COLOURS[d.fate])
+            ax.plot(
+                [x],
+                [d.y],
+                marker="o",
+                markersize=7,
+                color=COLOURS[d.fate],
+                markeredgecolor="black" if d.fate == "late" else COLOURS[d.fate],
+            )
     for y, reasons in no_time.items():
-        ax.annotate(", ".join(reasons), (lo, y), xytext=(7, 4), textcoords="offset points", fontsize=6,
-                    color=COLOURS["dead"])
+        ax.annotate(
+            ", ".join(reasons), (lo, y), xytext=(7, 4), textcoords="offset points", fontsize=6, color=COLOURS["dead"]
+        )
     ax.set_xlim(lo, hi)
     _time_axis(ax.xaxis, hi - lo)
     if tl.clock and ys:
@@ -236,10 +256,27 @@ def _draw_windows(ax: Any, bars: list[Bar], lo: float, hi: float) -> None:
         level = min(set(range(len(taken) + 1)) - taken)
         placed.setdefault(b.y, []).append((x0, x1, level))
         up = offset_copy(ax.transData, fig=ax.figure, y=12 * level, units="points")
-        ax.plot([x0, x1], [b.y, b.y], transform=up, color=COLOURS[b.timing], linewidth=4, solid_capstyle="butt",
-                linestyle="--" if b.retraction else "-", alpha=0.55 if b.retraction else 0.9)
-        ax.annotate(b.label, ((x0 + x1) / 2, b.y), xycoords=up, xytext=(0, 2.5), textcoords="offset points",
-                    ha="center", va="bottom", fontsize=7, color=COLOURS[b.timing])
+        ax.plot(
+            [x0, x1],
+            [b.y, b.y],
+            transform=up,
+            color=COLOURS[b.timing],
+            linewidth=4,
+            solid_capstyle="butt",
+            linestyle="--" if b.retraction else "-",
+            alpha=0.55 if b.retraction else 0.9,
+        )
+        ax.annotate(
+            b.label,
+            ((x0 + x1) / 2, b.y),
+            xycoords=up,
+            xytext=(0, 2.5),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            color=COLOURS[b.timing],
+        )
 
 
 def _draw_watermark(ax: Any, tl: Timeline, hi: float) -> None:
@@ -259,8 +296,34 @@ def _draw_watermark(ax: Any, tl: Timeline, hi: float) -> None:
 
 
 #: tick steps of a time axis (ms): the first that gives at most 7 ticks
-TICK_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000,
-              300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000, 86_400_000)
+TICK_STEPS = (
+    1,
+    2,
+    5,
+    10,
+    20,
+    50,
+    100,
+    200,
+    500,
+    1000,
+    2000,
+    5000,
+    10_000,
+    15_000,
+    30_000,
+    60_000,
+    120_000,
+    300_000,
+    600_000,
+    900_000,
+    1_800_000,
+    3_600_000,
+    7_200_000,
+    21_600_000,
+    43_200_000,
+    86_400_000,
+)
 
 
 def _time_axis(axis: Any, span: float) -> None:
@@ -282,16 +345,30 @@ def _legend(plt: Any) -> list:
     from matplotlib.lines import Line2D
 
     def dot(colour: str, label: str, edge: str | None = None, marker: str = "o") -> Line2D:
-        return Line2D([], [], color=colour, marker=marker, linestyle="", markeredgecolor=edge or colour,
-                      markeredgewidth=2 if marker == "x" else 1, label=label)
+        return Line2D(
+            [],
+            [],
+            color=colour,
+            marker=marker,
+            linestyle="",
+            markeredgecolor=edge or colour,
+            markeredgewidth=2 if marker == "x" else 1,
+            label=label,
+        )
 
     def line(colour: str, label: str, width: float = 4, style: str = "-") -> Line2D:
         return Line2D([], [], color=colour, linewidth=width, linestyle=style, label=label)
 
-    return [dot(COLOURS["on_time"], "record"), dot(COLOURS["late"], "late record", "black"),
-            dot(COLOURS["dead"], "dead letter", marker="x"), line(COLOURS["watermark"], "watermark", 1.4),
-            line(COLOURS["EARLY"], "early pane"), line(COLOURS["ON_TIME"], "on-time pane"),
-            line(COLOURS["LATE"], "late pane"), line("#888888", "retraction", style="--")]
+    return [
+        dot(COLOURS["on_time"], "record"),
+        dot(COLOURS["late"], "late record", "black"),
+        dot(COLOURS["dead"], "dead letter", marker="x"),
+        line(COLOURS["watermark"], "watermark", 1.4),
+        line(COLOURS["EARLY"], "early pane"),
+        line(COLOURS["ON_TIME"], "on-time pane"),
+        line(COLOURS["LATE"], "late pane"),
+        line("#888888", "retraction", style="--"),
+    ]
 
 
 def plot_replay(source: str | Path | dict, path: str | Path) -> Timeline:

@@ -55,8 +55,9 @@ def checkpoint_problems(spec: RunSpec, end_input: bool) -> list[FieldError]:
     return ck.check(spec.checkpoint, ck.state_meaning(spec, resolved_plan(spec)), end_input, spec.source)
 
 
-def run_spec(spec: RunSpec, master: str | None = None, progress: bool = True, spark=None,
-             end_input: bool | None = None) -> dict:
+def run_spec(
+    spec: RunSpec, master: str | None = None, progress: bool = True, spark=None, end_input: bool | None = None
+) -> dict:
     """Run a validated spec. Returns the counts: panes, dead letters, batches, and the accounting
     (``records_in``, ``counted``, ...). ``end_input`` (default: the spec's ``spark.end_input``)."""
     end_input = spec.spark.end_input if end_input is None else end_input
@@ -145,8 +146,10 @@ class StreamRun:
     def run(self) -> dict:
         spec = self.spec
         if ck.finished(self.checkpoint, spec.source):
-            self.report.line(f"[green]done[/green]: the input of {self.checkpoint} ended already, and nothing "
-                             f"new arrived since: nothing to do")
+            self.report.line(
+                f"[green]done[/green]: the input of {self.checkpoint} ended already, and nothing "
+                f"new arrived since: nothing to do"
+            )
             return {"panes": 0, "dead_letters": 0, "batches": 0, **self.totals.as_dict()}
         ck.record(self.checkpoint, ck.state_meaning(spec, self.plan))
         df = read_stream(self.spark, spec.source)
@@ -156,8 +159,14 @@ class StreamRun:
         control = self.spark.readStream.schema(f"{CONTROL} LONG").json(str(self.control_dir))
         df = df.unionByName(control, allowMissingColumns=True)
         bounded = spec.spark.available_now or self.end_input
-        self.result = window_stream(df, spec.to_pipeline(), buckets=spec.spark.buckets, control_wm=CONTROL,
-                                    plan=spec.spark.plan, heartbeat=False if bounded else None)
+        self.result = window_stream(
+            df,
+            spec.to_pipeline(),
+            buckets=spec.spark.buckets,
+            control_wm=CONTROL,
+            plan=spec.spark.plan,
+            heartbeat=False if bounded else None,
+        )
         self.report.line(f"[bold]panes[/bold] stream: {self.result.plan}; checkpoint {self.checkpoint}")
         listener = self._listen()
         try:
@@ -169,8 +178,12 @@ class StreamRun:
         finally:
             self.spark.streams.removeListener(listener)
         self._done()
-        return {"panes": self.panes, "dead_letters": self.totals.dead_letters, "batches": self.batches,
-                **self.totals.as_dict()}
+        return {
+            "panes": self.panes,
+            "dead_letters": self.totals.dead_letters,
+            "batches": self.batches,
+            **self.totals.as_dict(),
+        }
 
     def _start(self, bounded: bool):
         trigger: dict = {}
@@ -178,8 +191,9 @@ class StreamRun:
             trigger = {"availableNow": True}
         elif self.spec.spark.trigger_interval:
             trigger = {"processingTime": f"{self.spec.spark.trigger_interval} milliseconds"}
-        return self.result.write_stream(self._on_panes, self._on_dead_letters, self.checkpoint,
-                                        query_name=self.spec.name or "panes", **trigger)
+        return self.result.write_stream(
+            self._on_panes, self._on_dead_letters, self.checkpoint, query_name=self.spec.name or "panes", **trigger
+        )
 
     def _pass(self, bounded: bool) -> bool:
         """Run the query until it ends (bounded: what is there now), is stopped, or times out;
@@ -291,8 +305,10 @@ class StreamRun:
         # (Spark's own rates count a row once per read of the micro-batch: the records in, timed)
         seconds = (p.durationMs or {}).get("triggerExecution", 0) / 1000
         rate = f"{counts.records_in / seconds:.0f} records/s" if seconds else "-"
-        self.report.line(f"batch {p.batchId:>4}: {counts.summary()}; watermark {wm}; {got['panes']} panes "
-                         f"({self.panes} so far); {rate}")
+        self.report.line(
+            f"batch {p.batchId:>4}: {counts.summary()}; watermark {wm}; {got['panes']} panes "
+            f"({self.panes} so far); {rate}"
+        )
 
     warned = False
 
@@ -318,10 +334,15 @@ class StreamRun:
                 self.report.warn(unit_warning(pipe, int(value), unit))
 
     def _done(self) -> None:
-        state = ("input ended: every window closed" if ck.input_ended(self.checkpoint)
-                 else f"open windows kept in {self.checkpoint}")
-        self.report.line(f"[green]done[/green]: {self.batches} micro-batches, {self.panes} panes, "
-                         f"{self.totals.dead_letters} dead letters; {self.totals.summary()}; {state}")
+        state = (
+            "input ended: every window closed"
+            if ck.input_ended(self.checkpoint)
+            else f"open windows kept in {self.checkpoint}"
+        )
+        self.report.line(
+            f"[green]done[/green]: {self.batches} micro-batches, {self.panes} panes, "
+            f"{self.totals.dead_letters} dead letters; {self.totals.summary()}; {state}"
+        )
 
 
 def batch_accounting(observed: dict[str, dict], reasons: Counter) -> Accounting:
@@ -329,8 +350,9 @@ def batch_accounting(observed: dict[str, dict], reasons: Counter) -> Accounting:
     OUTPUT on the stateful plan) and the dead letters' reasons as the sink received them. On the
     native plan, the records counted are those in a window less the late ones."""
     given, engine = observed.get(metrics.INPUT) or {}, observed.get(metrics.OUTPUT)
-    out = Accounting(records_in=int(given.get("records_in") or 0),
-                     watermark_records=int(given.get("watermark_records") or 0))
+    out = Accounting(
+        records_in=int(given.get("records_in") or 0), watermark_records=int(given.get("watermark_records") or 0)
+    )
     out.reasons.update({str(r): int(n) for r, n in reasons.items()})
     if engine is not None:
         out.counted, out.in_no_window = int(engine["counted"] or 0), int(engine["in_no_window"] or 0)

@@ -141,16 +141,24 @@ def replay_core(scenario: Scenario, on_step: Callable[[StepTrace], None] | None 
             record_of = parsed.records.__getitem__
             if parsed.punctuation is not None:
                 wm = parsed.punctuation if wm is None else max(wm, parsed.punctuation)
-        res = engine.step(state, batch, watermark=wm, processing_time=pt, end=step.get("end", False),
-                          record_of=record_of, active=bool(step.get("add")))
+        res = engine.step(
+            state,
+            batch,
+            watermark=wm,
+            processing_time=pt,
+            end=step.get("end", False),
+            record_of=record_of,
+            active=bool(step.get("add")),
+        )
         panes.extend(r for p in res.panes for r in pane_records(p, pipe))
         dead.extend(dead_letter_record(d) for d in res.dead_letters)
         counts.counted += res.counted
         counts.in_no_window += res.in_no_window
         counts.add_dead_letters(d.reason for d in res.dead_letters)
         if on_step is not None:
-            on_step(StepTrace(index, step, state.processing_time, state.watermark, panes[emitted[0]:],
-                              dead[emitted[1]:]))
+            on_step(
+                StepTrace(index, step, state.processing_time, state.watermark, panes[emitted[0] :], dead[emitted[1] :])
+            )
     return ReplayResult(panes, dead, dict(state.metrics), counts, warnings)
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Sequence
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -77,7 +78,7 @@ def _aggregate(v: Any) -> Any:
     """One aggregate's spec ``{function: argument}``, checked by its class's ``from_spec``."""
     if not isinstance(v, dict) or len(v) != 1:
         raise ValueError("an aggregate is {function: column}, e.g. {sum: amount}")
-    (fn, arg), = v.items()
+    ((fn, arg),) = v.items()
     make_aggregate("", fn, arg)
     return v
 
@@ -302,8 +303,12 @@ class PipelineSpec(_Model):
             event_time=self.event_time_column,
             time_unit=self.time_unit,
             max_windows_per_record=self.limits.windows_per_record,
-            watermark=WatermarkStrategy(self.watermark.max_delay, self.watermark.punctuation,
-                                        self.watermark.punctuation_column, self.watermark.idle_timeout),
+            watermark=WatermarkStrategy(
+                self.watermark.max_delay,
+                self.watermark.punctuation,
+                self.watermark.punctuation_column,
+                self.watermark.idle_timeout,
+            ),
             allowed_lateness=self.allowed_lateness,
             trigger=parse_trigger(self.trigger),
             accumulation=self.accumulation,
@@ -312,7 +317,7 @@ class PipelineSpec(_Model):
         )
 
     def aggregate(self, output: str) -> Aggregate:
-        (fn, arg), = (self.aggregates or {})[output].items()
+        ((fn, arg),) = (self.aggregates or {})[output].items()
         return make_aggregate(output, fn, arg)
 
 
@@ -354,7 +359,7 @@ def _field_errors(err: Any) -> list[FieldError]:
     loc = [str(p) for p in err["loc"]]
     msg = err["msg"]
     if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        msg = msg[len("Value error, ") :]
     if err["type"] == "extra_forbidden":
         msg = "unknown field"
     if err["type"] == "missing":

@@ -124,8 +124,9 @@ def outputs(workdir: Path) -> tuple[Counter, Counter]:
     return sink_rows(workdir / "panes"), sink_rows(workdir / "dead")
 
 
-def chaos(root: Path, plan: str, kills: int, seed: int, log=print, files: int = FILES,
-          budget: float | None = None) -> dict:
+def chaos(
+    root: Path, plan: str, kills: int, seed: int, log=print, files: int = FILES, budget: float | None = None
+) -> dict:
     """The uninterrupted run, then one killed ``kills`` times (fewer when the kills have taken
     ``budget`` seconds); the comparison."""
     write_input(root / "input", files=files)

@@ -2,8 +2,9 @@
 reason), in no window (a hopping gap), or a watermark record (punctuation that only moves the
 watermark): ``records_in = counted + dead letters + in no window + watermark records``. A record
 late for some of its windows and counted in others (overlapping hopping, sliding windows) is a
-dead letter here. A record counted in a window whose pipeline later fails (``window_pipeline_failed``)
-was counted when it came: its dead letter is reported beside the sum, not in it. The core's replay, the Spark plans' metrics and ``panes run`` report this."""
+dead letter here. A record counted in a window whose pipeline later fails
+(``window_pipeline_failed``) was counted when it came: its dead letter is reported beside the sum,
+not in it. The core's replay, the Spark plans' metrics and ``panes run`` report this."""
 
 from __future__ import annotations
 

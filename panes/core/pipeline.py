@@ -110,5 +110,7 @@ def window_limit_exceeded(window: WindowFn, limit: int) -> str | None:
     n = window.windows_per_record
     if n <= limit:
         return None
-    return (f"{window.kind} windows put each record in {n:,} windows, more than the limit of {limit:,} "
-            f"(raise limits.windows_per_record to allow it)")
+    return (
+        f"{window.kind} windows put each record in {n:,} windows, more than the limit of {limit:,} "
+        f"(raise limits.windows_per_record to allow it)"
+    )

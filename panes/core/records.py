@@ -127,8 +127,10 @@ def is_key_value(v: object) -> bool:
 
 def unit_warning(pipeline: Pipeline, value: object, unit: str) -> str:
     """The one-time warning of a run whose event times look like ``unit``, not the declared one."""
-    return (f"event_time: numbers such as {value!r} look like {UNIT_NAMES[unit]}, not {pipeline.time_unit_name} "
-            f"(declare event_time: {{column: {pipeline.event_time}, unit: {unit}}})")
+    return (
+        f"event_time: numbers such as {value!r} look like {UNIT_NAMES[unit]}, not {pipeline.time_unit_name} "
+        f"(declare event_time: {{column: {pipeline.event_time}, unit: {unit}}})"
+    )
 
 
 def event_time(value: object, unit: str) -> int:
@@ -175,8 +177,11 @@ def check_record(pipeline: Pipeline, rec: dict, ingestion_time: int, gap_col: st
     odd = [k for k in pipeline.key if not is_key_value(rec.get(k))]
     checks.append((Reason.INVALID_VALUE, not odd, f"key column(s) {odd}: not a string, number or boolean"))
     numeric = {a.fn.column for a in pipeline.aggregates if a.fn.numeric and a.fn.column is not None}
-    bad = [c for c in numeric if rec.get(c) is not None
-           and (isinstance(rec[c], bool) or not isinstance(rec[c], numbers.Real))]
+    bad = [
+        c
+        for c in numeric
+        if rec.get(c) is not None and (isinstance(rec[c], bool) or not isinstance(rec[c], numbers.Real))
+    ]
     checks.append((Reason.INVALID_VALUE, not bad, f"not a number: {sorted(bad)}"))
     gap = None
     if gap_col is not None:

@@ -9,8 +9,9 @@ conjunction is ``&`` between parenthesised comparisons (also right for Python bo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -178,8 +179,9 @@ def ingestion_stamp(stamp: Any, latest: Any, ops: Ops = SCALAR) -> Any:
     return ops.greatest(stamp, latest)
 
 
-def watermark_after(watermark: Any, max_event_time: Any, max_delay: int, punctuation: bool, explicit: Any,
-                    ended: Any, ops: Ops = SCALAR) -> Any:
+def watermark_after(
+    watermark: Any, max_event_time: Any, max_delay: int, punctuation: bool, explicit: Any, ended: Any, ops: Ops = SCALAR
+) -> Any:
     """The watermark after a step. It never goes back. It follows the largest event time seen minus
     ``max_delay``, unless the pipeline's watermark comes from ``punctuation`` only; an ``explicit``
     value (a punctuation record's, a control step's; ``MIN_TIME`` for none) moves it too; once the

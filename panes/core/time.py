@@ -92,9 +92,7 @@ def parse_duration(value: object) -> int:
     while pos < len(text):
         m = _PART.match(text, pos)
         if not m or m.group(2) not in _UNITS_MS:
-            raise ValueError(
-                f"not a duration: {value!r} (use e.g. '2 minutes', '30s', '1500ms' or milliseconds)"
-            )
+            raise ValueError(f"not a duration: {value!r} (use e.g. '2 minutes', '30s', '1500ms' or milliseconds)")
         total += float(m.group(1)) * _UNITS_MS[m.group(2)]
         pos = m.end()
         matched = True
@@ -117,10 +115,10 @@ def parse_instant(value: object, unit: str = "ms") -> int:
         return epoch_ms(value, unit)
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
+            value = value.replace(tzinfo=_dt.UTC)
         return _datetime_ms(value)
     if hasattr(value, "value") and type(value).__name__ == "Timestamp":  # pandas.Timestamp
-        return parse_instant(getattr(value, "to_pydatetime")())
+        return parse_instant(value.to_pydatetime())
     if not isinstance(value, str):
         raise ValueError(f"not a timestamp: {value!r}")
     text = value.strip()
@@ -134,7 +132,7 @@ def parse_instant(value: object, unit: str = "ms") -> int:
     except ValueError:
         raise ValueError(f"not an ISO-8601 timestamp: {value!r}") from None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=_dt.timezone.utc)
+        dt = dt.replace(tzinfo=_dt.UTC)
     return _datetime_ms(dt)
 
 
@@ -175,7 +173,7 @@ def _likely(number: int | float, unit: str) -> bool:
         return False
 
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 def _datetime_ms(dt: _dt.datetime) -> int:

@@ -17,13 +17,13 @@ from ..core.rules import Reason
 from ..core.time import EVENT_TIME_RANGE, LATEST_EVENT_TIME, TIME_UNITS
 from .registry import registered
 
-TS = "__panes_ts"            # event time, epoch ms (long)
+TS = "__panes_ts"  # event time, epoch ms (long)
 INVALID = "__panes_invalid"  # dead-letter reason for malformed rows, else null
 DETAIL = "__panes_detail"
-WMARK = "__panes_wmark"      # the column Spark's watermark tracks (timestamp)
-PUNCT = "__panes_punct"      # a punctuation record's watermark (ms), else null
-CLOCK = "__panes_clock"      # a scripted processing-time control row (ms), else null
-ACTIVE = "__panes_active"    # on a scripted clock row: the step also carries records (not idle)
+WMARK = "__panes_wmark"  # the column Spark's watermark tracks (timestamp)
+PUNCT = "__panes_punct"  # a punctuation record's watermark (ms), else null
+CLOCK = "__panes_clock"  # a scripted processing-time control row (ms), else null
+ACTIVE = "__panes_active"  # on a scripted clock row: the step also carries records (not idle)
 BUCKET = "__panes_bucket"
 SEQ = "__panes_seq"
 #: the engine's emission order, for replays: the phase of the step that emitted a pane or dead
@@ -34,7 +34,7 @@ MALFORMED = "__panes_malformed"  # set by a reader that could not make a record 
 #: the line a file reader could not read whole into the schema (Spark's corrupt-record column), as
 #: read: not a JSON object (malformed), or a value that does not fit its column's type
 RAW = "__panes_raw"
-NUM = "__panes_num_"         # prefix: a numeric copy of a string column a numeric aggregate reads
+NUM = "__panes_num_"  # prefix: a numeric copy of a string column a numeric aggregate reads
 
 #: Spark's watermark at or past this means "the input has ended" (+infinity): no event time
 #: reaches it (``panes.core.time.LATEST_EVENT_TIME``, 9000-01-01T00:00:00Z)
@@ -78,10 +78,15 @@ def event_time_ms(df: DataFrame | ST.StructType, column: str, unit: str = "ms") 
         digits = s.rlike(r"^-?[0-9]+$")
         parsed = F.unix_millis(F.try_to_timestamp(s))
         ms = F.when(digits, epoch_ms(s.try_cast("long"), unit)).otherwise(parsed)
-    checks = [Check(present, Reason.MISSING_EVENT_TIME, detail),
-              Check(ms.isNotNull(), Reason.INVALID_EVENT_TIME, detail),
-              Check(ms.isNull() | rules.event_time_in_range(ms), Reason.INVALID_EVENT_TIME,
-                    f"{detail}: out of the event-time range ({EVENT_TIME_RANGE})")]
+    checks = [
+        Check(present, Reason.MISSING_EVENT_TIME, detail),
+        Check(ms.isNotNull(), Reason.INVALID_EVENT_TIME, detail),
+        Check(
+            ms.isNull() | rules.event_time_in_range(ms),
+            Reason.INVALID_EVENT_TIME,
+            f"{detail}: out of the event-time range ({EVENT_TIME_RANGE})",
+        ),
+    ]
     return ms, checks
 
 
@@ -112,8 +117,13 @@ def misfits(schema: ST.StructType, columns: list[str] | None = None) -> dict[str
     return out
 
 
-def validation(df: DataFrame | ST.StructType, pipeline: Pipeline, num: dict[str, Column],
-               ts_checks: list[Check], window_checks: list[Check]) -> list[Check]:
+def validation(
+    df: DataFrame | ST.StructType,
+    pipeline: Pipeline,
+    num: dict[str, Column],
+    ts_checks: list[Check],
+    window_checks: list[Check],
+) -> list[Check]:
     """The checks of a record, in the order they are reported (the first that fails gives
     the dead letter's reason): the reader's (malformed: not a record; ``RAW``: a line that is not
     a JSON object), the event time's (``ts_checks``), the key's, the reader's values that do not
@@ -126,18 +136,31 @@ def validation(df: DataFrame | ST.StructType, pipeline: Pipeline, num: dict[str,
     if MALFORMED in names:
         out.append(Check(F.col(MALFORMED).isNull(), Reason.MALFORMED, F.col(MALFORMED)))
     if RAW in names:
-        out.append(Check(F.col(RAW).isNull() | F.json_object_keys(F.col(RAW)).isNotNull(), Reason.MALFORMED,
-                         "not a JSON object"))
+        out.append(
+            Check(
+                F.col(RAW).isNull() | F.json_object_keys(F.col(RAW)).isNotNull(), Reason.MALFORMED, "not a JSON object"
+            )
+        )
     out += ts_checks
     bad = misfits(schema)
     if pipeline.key:
         present = [F.col(k).isNotNull() | bad[k] if k in bad else F.col(k).isNotNull() for k in pipeline.key]
-        out.append(Check(functools.reduce(lambda a, b: a & b, present),
-                         Reason.MISSING_KEY, f"no value for key column(s) {list(pipeline.key)}"))
+        out.append(
+            Check(
+                functools.reduce(lambda a, b: a & b, present),
+                Reason.MISSING_KEY,
+                f"no value for key column(s) {list(pipeline.key)}",
+            )
+        )
     if bad:
         unfit = F.array_compact(F.array(*[F.when(t, F.lit(c)) for c, t in bad.items()]))
-        out.append(Check(F.col(RAW).isNull(), Reason.INVALID_VALUE,
-                         F.concat(F.lit("does not fit its column's type: "), F.array_join(unfit, ", "))))
+        out.append(
+            Check(
+                F.col(RAW).isNull(),
+                Reason.INVALID_VALUE,
+                F.concat(F.lit("does not fit its column's type: "), F.array_join(unfit, ", ")),
+            )
+        )
     # numbers in a string column (e.g. JSON whose values mix types): not a number = malformed
     for c, n in num.items():
         out.append(Check(F.col(c).isNull() | n.isNotNull(), Reason.INVALID_VALUE, f"not a number: ['{c}']"))
@@ -262,13 +285,23 @@ def pane_schema(pipeline: Pipeline, schema: ST.StructType) -> ST.StructType:
     return ST.StructType(fields)
 
 
-DEAD_LETTER_SCHEMA = ST.StructType([
-    ST.StructField("reason", ST.StringType(), False),
-    ST.StructField("record", ST.StringType(), True),
-    ST.StructField("watermark", ST.TimestampType(), True),
-    ST.StructField("windows", ST.ArrayType(ST.StructType([
-        ST.StructField("start", ST.TimestampType(), True),
-        ST.StructField("end", ST.TimestampType(), True),
-    ])), True),
-    ST.StructField("detail", ST.StringType(), True),
-])
+DEAD_LETTER_SCHEMA = ST.StructType(
+    [
+        ST.StructField("reason", ST.StringType(), False),
+        ST.StructField("record", ST.StringType(), True),
+        ST.StructField("watermark", ST.TimestampType(), True),
+        ST.StructField(
+            "windows",
+            ST.ArrayType(
+                ST.StructType(
+                    [
+                        ST.StructField("start", ST.TimestampType(), True),
+                        ST.StructField("end", ST.TimestampType(), True),
+                    ]
+                )
+            ),
+            True,
+        ),
+        ST.StructField("detail", ST.StringType(), True),
+    ]
+)

@@ -31,8 +31,17 @@ from urllib.parse import urlparse
 
 from .session import is_connect
 
-__all__ = ["ConnectRefusal", "ServerPython", "check_bounded", "check_stream", "is_connect",
-           "local_checkpoint_refusal", "server_python", "ship_panes", "stream_refusal"]
+__all__ = [
+    "ConnectRefusal",
+    "ServerPython",
+    "check_bounded",
+    "check_stream",
+    "is_connect",
+    "local_checkpoint_refusal",
+    "server_python",
+    "ship_panes",
+    "stream_refusal",
+]
 
 
 class ConnectRefusal(ValueError):
@@ -75,16 +84,24 @@ def server_python(spark: Any, paths: tuple[str, ...] = ()) -> ServerPython:
             text = found.loader.get_data(found.origin).decode()
             m = re_.search(r"__version__\s*=\s*[\"']([^\"']+)", text)
             version = m.group(1) if m else "unknown"
-        shipped = importlib.machinery.PathFinder.find_spec(
-            "panes", [artifacts, *[os.path.join(artifacts, f) for f in os.listdir(artifacts)]]) is not None
+        shipped = (
+            importlib.machinery.PathFinder.find_spec(
+                "panes", [artifacts, *[os.path.join(artifacts, f) for f in os.listdir(artifacts)]]
+            )
+            is not None
+        )
         seen = {p: os.path.exists(p) for p in json_.loads(pdf["paths"].iloc[0])}
-        return pd.DataFrame({"executable": [sys.executable], "installed": [version], "shipped": [shipped],
-                             "seen": [json_.dumps(seen)]})
+        return pd.DataFrame(
+            {"executable": [sys.executable], "installed": [version], "shipped": [shipped], "seen": [json_.dumps(seen)]}
+        )
 
     asked = spark.createDataFrame([(0, json.dumps(list(paths)))], "k INT, paths STRING")
     try:
-        row = asked.groupBy("k").applyInPandas(
-            probe, "executable STRING, installed STRING, shipped BOOLEAN, seen STRING").first()
+        row = (
+            asked.groupBy("k")
+            .applyInPandas(probe, "executable STRING, installed STRING, shipped BOOLEAN, seen STRING")
+            .first()
+        )
     except Exception as e:  # (PySpark's error: its first line says why)
         return ServerPython(error=str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
     return ServerPython(row["executable"], row["installed"], bool(row["shipped"]), json.loads(row["seen"]))
@@ -95,8 +112,10 @@ def local_checkpoint_refusal(checkpoint: str) -> str | None:
     is a path, not a URI of another filesystem."""
     scheme = urlparse(checkpoint).scheme
     if scheme and scheme != "file" and not re.fullmatch(r"[A-Za-z]", scheme):  # (C:\\ on Windows)
-        return (f"the native streaming plan keeps its open windows as local files under the checkpoint, and "
-                f"{checkpoint} is on {scheme}://: give a path that every node mounts (or use plan: stateful)")
+        return (
+            f"the native streaming plan keeps its open windows as local files under the checkpoint, and "
+            f"{checkpoint} is on {scheme}://: give a path that every node mounts (or use plan: stateful)"
+        )
     return None
 
 
@@ -114,20 +133,29 @@ def stream_refusal(spark: Any, plan: str, checkpoint: str, client_files: tuple[s
     if server.error:
         return f"the Spark Connect server's Python cannot run panes' Python functions: {server.error}"
     where = f"the Spark Connect server's Python ({server.executable})"
-    runs = ("its step in the server's foreachBatch worker" if plan == "native"
-            else "the core engine in the server's transformWithStateInPandas workers")
+    runs = (
+        "its step in the server's foreachBatch worker"
+        if plan == "native"
+        else "the core engine in the server's transformWithStateInPandas workers"
+    )
     if server.installed is None:
         shipped = " (files added with addArtifacts do not reach those workers)" if server.shipped else ""
-        return (f"panes is not installed in {where}: the {plan} plan runs {runs}{shipped}; "
-                f"install panes {__version__} there")
+        return (
+            f"panes is not installed in {where}: the {plan} plan runs {runs}{shipped}; "
+            f"install panes {__version__} there"
+        )
     if server.installed != __version__:
-        return (f"{where} has panes {server.installed}, this process {__version__}: the {plan} plan's objects "
-                f"are pickled from one to the other; install panes {__version__} there")
+        return (
+            f"{where} has panes {server.installed}, this process {__version__}: the {plan} plan's objects "
+            f"are pickled from one to the other; install panes {__version__} there"
+        )
     unseen = [p for p, ok in server.seen.items() if not ok]
     if unseen:
         native = " (the native plan keeps its open windows there; or use plan: stateful)" if plan == "native" else ""
-        return (f"the Spark Connect server does not see {unseen[0]}, which this process wrote: the {plan} plan "
-                f"needs the server to share this machine's filesystem at the same paths{native}")
+        return (
+            f"the Spark Connect server does not see {unseen[0]}, which this process wrote: the {plan} plan "
+            f"needs the server to share this machine's filesystem at the same paths{native}"
+        )
     return None
 
 

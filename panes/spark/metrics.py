@@ -38,8 +38,10 @@ def input_counts(control: str | None, event_time: Column | None, windows: tuple[
     is_record = F.col(CLOCK).isNull()
     if control is not None:
         is_record = is_record & F.col(control).isNull()
-    out = [F.count_if(is_record).alias("records_in"),
-           F.count_if(is_record & F.col(PUNCT).isNotNull()).alias("watermark_records")]
+    out = [
+        F.count_if(is_record).alias("records_in"),
+        F.count_if(is_record & F.col(PUNCT).isNotNull()).alias("watermark_records"),
+    ]
     out += [F.count_if(F.col(INVALID) == F.lit(r)).alias(r) for r in RECORD_REASONS]
     if windows is not None:
         out += [F.count_if(windows[0]).alias("in_window"), F.count_if(windows[1]).alias("in_no_window")]
@@ -66,10 +68,12 @@ def numeric_event_time(schema: ST.StructType, column: str | None) -> Column | No
 def output_counts(kind: str, reason: str, counted: str, in_no_window: str) -> list[Column]:
     """The ``OUTPUT`` metrics of the stateful plan's output (the columns of its kind of row, a dead
     letter's reason, and the engine's counts on its count rows)."""
-    return [F.coalesce(F.sum(counted), F.lit(0)).alias("counted"),
-            F.coalesce(F.sum(in_no_window), F.lit(0)).alias("in_no_window"),
-            F.count_if(F.col(kind) == F.lit("P")).alias("panes"),
-            F.count_if((F.col(kind) == F.lit("D")) & (F.col(reason) == F.lit(Reason.LATE.value))).alias("late")]
+    return [
+        F.coalesce(F.sum(counted), F.lit(0)).alias("counted"),
+        F.coalesce(F.sum(in_no_window), F.lit(0)).alias("in_no_window"),
+        F.count_if(F.col(kind) == F.lit("P")).alias("panes"),
+        F.count_if((F.col(kind) == F.lit("D")) & (F.col(reason) == F.lit(Reason.LATE.value))).alias("late"),
+    ]
 
 
 def bounded_counts(df: DataFrame, p: Pipeline) -> dict:

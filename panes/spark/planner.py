@@ -62,8 +62,17 @@ from .window_pipeline import (
     table_panes,
 )
 
-__all__ = ["BoundedResult", "NativeStreamResult", "StatefulStreamResult", "WindowedResult", "explain_plan",
-           "prepare", "engine_columns", "window_batch", "window_stream"]
+__all__ = [
+    "BoundedResult",
+    "NativeStreamResult",
+    "StatefulStreamResult",
+    "WindowedResult",
+    "explain_plan",
+    "prepare",
+    "engine_columns",
+    "window_batch",
+    "window_stream",
+]
 
 
 def explain_plan(pipeline: Pipeline, mode: str = "stream") -> str:
@@ -71,18 +80,24 @@ def explain_plan(pipeline: Pipeline, mode: str = "stream") -> str:
         return plan_text(pipeline, mode)
     if mode == "batch":
         if native_batch_supported(pipeline):
-            return ("batch: native Spark aggregation (window assignment by expressions, sessions "
-                    "merged as intervals in time order by window functions (rows first grouped per gap of time "
-                    "when the gap is fixed), KIP-450 sliding "
-                    "windows framed with window functions, groupBy, native aggregate functions)")
-        return ("batch: core engine over hash buckets of the key (" + batch_unsupported(pipeline) + ")")
+            return (
+                "batch: native Spark aggregation (window assignment by expressions, sessions "
+                "merged as intervals in time order by window functions (rows first grouped per gap of time "
+                "when the gap is fixed), KIP-450 sliding "
+                "windows framed with window functions, groupBy, native aggregate functions)"
+            )
+        return "batch: core engine over hash buckets of the key (" + batch_unsupported(pipeline) + ")"
     why = stream_unsupported(pipeline)
     if why is None:
-        return ("stream: native Spark per micro-batch (window assignment, late split and partial "
-                "aggregates by expressions, open windows merged with a groupBy and kept under the "
-                "checkpoint; late rows to the dead letters)")
-    return ("stream: transformWithStateInPandas over hash buckets of the key, driving the core "
-            "engine (event-time timers; late rows dead-lettered by the engine), because " + why)
+        return (
+            "stream: native Spark per micro-batch (window assignment, late split and partial "
+            "aggregates by expressions, open windows merged with a groupBy and kept under the "
+            "checkpoint; late rows to the dead letters)"
+        )
+    return (
+        "stream: transformWithStateInPandas over hash buckets of the key, driving the core "
+        "engine (event-time timers; late rows dead-lettered by the engine), because " + why
+    )
 
 
 def native_batch_supported(p: Pipeline) -> bool:
@@ -92,8 +107,14 @@ def native_batch_supported(p: Pipeline) -> bool:
 # -- shared preparation ------------------------------------------------------------------------------
 
 
-def prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None = None,
-             control_wm: str | None = None, watermark: bool = True) -> DataFrame:
+def prepare(
+    df: DataFrame,
+    p: Pipeline,
+    buckets: int,
+    ingestion: Column | None = None,
+    control_wm: str | None = None,
+    watermark: bool = True,
+) -> DataFrame:
     """Add the engine's columns: event time (ms), dead-letter reason, the watermark column (not
     for bounded input: ``watermark=False``), the punctuation value, the bucket. ``control_wm``
     names a column of explicit watermark steps (replay); ``ingestion`` is the ingestion time when
@@ -110,14 +131,23 @@ def prepare(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None =
     if CLOCK not in schema.fieldNames():
         return out.withColumn(BUCKET, bucket)
     # clock rows (heartbeat, scripted clock) reach every bucket
-    out = out.withColumn(BUCKET, F.explode(F.when(F.col(CLOCK).isNotNull(), F.sequence(F.lit(0), F.lit(buckets - 1)))
-                                           .otherwise(F.array(bucket))))
+    out = out.withColumn(
+        BUCKET,
+        F.explode(
+            F.when(F.col(CLOCK).isNotNull(), F.sequence(F.lit(0), F.lit(buckets - 1))).otherwise(F.array(bucket))
+        ),
+    )
     return out
 
 
-def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None = None,
-                   control_wm: str | None = None, watermark: bool = True,
-                   reasons: bool = True) -> tuple[dict[str, Column], Column]:
+def engine_columns(
+    schema: ST.StructType,
+    p: Pipeline,
+    ingestion: Column | None = None,
+    control_wm: str | None = None,
+    watermark: bool = True,
+    reasons: bool = True,
+) -> tuple[dict[str, Column], Column]:
     """The columns ``prepare`` adds, as expressions of the input's columns, and the test of a
     data row that counts (not punctuation, not a clock row, valid). ``reasons=False``: without
     the dead letters' reason and detail (INVALID, DETAIL), for a plan of the panes only (each
@@ -146,8 +176,14 @@ def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None 
         punct_ms = event_time_ms(schema, punct_col, p.time_unit)[0]
         punct_ok = punct_ms.isNotNull() & rules.event_time_in_range(punct_ms)
         puncts.append(F.when(punct_ok, punct_ms))
-        ts_checks = [Check(F.col(punct_col).isNull() | punct_ok, Reason.INVALID_WATERMARK,
-                           f"watermark column {punct_col}: not a time in the event-time range"), *ts_checks]
+        ts_checks = [
+            Check(
+                F.col(punct_col).isNull() | punct_ok,
+                Reason.INVALID_WATERMARK,
+                f"watermark column {punct_col}: not a time in the event-time range",
+            ),
+            *ts_checks,
+        ]
     punct = (F.greatest(*puncts) if len(puncts) > 1 else puncts[0]) if puncts else F.lit(None).cast("long")
     # numbers as numbers for the engine; the original column stays for the dead letters
     # (a JSON number inferred as string reads as a double)
@@ -159,8 +195,12 @@ def engine_columns(schema: ST.StructType, p: Pipeline, ingestion: Column | None 
     if CLOCK in cols:
         data_row.append(F.col(CLOCK).isNull())
     data_row = functools.reduce(lambda a, b: a & b, data_row) if data_row else None
-    cols_out = {TS: ts, PUNCT: punct, **{NUM + c: v for c, v in num.items()},
-                **({} if CLOCK in cols else {CLOCK: F.lit(None).cast("long")})}
+    cols_out = {
+        TS: ts,
+        PUNCT: punct,
+        **{NUM + c: v for c, v in num.items()},
+        **({} if CLOCK in cols else {CLOCK: F.lit(None).cast("long")}),
+    }
     if reasons:
         reason, detail = reason_detail(checks)
         cols_out[INVALID] = reason if data_row is None else F.when(data_row, reason)
@@ -197,9 +237,16 @@ def with_heartbeat(df: DataFrame, every_ms: int = 1000) -> DataFrame:
 PLANS = ("auto", "native", "stateful")
 
 
-def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: bool = False,
-                  ingestion: Column | None = None, control_wm: str | None = None,
-                  heartbeat: bool | None = None, plan: str = "auto") -> WindowedResult:
+def window_stream(
+    df: DataFrame,
+    p: Pipeline,
+    buckets: int = 8,
+    scripted_clock: bool = False,
+    ingestion: Column | None = None,
+    control_wm: str | None = None,
+    heartbeat: bool | None = None,
+    plan: str = "auto",
+) -> WindowedResult:
     """The streaming plan: native when the pipeline allows it (``plan="auto"``), else stateful.
     ``heartbeat`` (default: when the pipeline needs processing time) adds the clock stream to the
     stateful plan; it cannot be combined with an ``availableNow`` trigger."""
@@ -214,10 +261,16 @@ def window_stream(df: DataFrame, p: Pipeline, buckets: int = 8, scripted_clock: 
         heartbeat = needs_clock(p) and not scripted_clock
     if heartbeat:
         df = with_heartbeat(df)
-    text = explain_plan(p, "stream") if why is not None else (
-        "stream: transformWithStateInPandas over hash buckets of the key, driving the core engine (plan='stateful')")
-    return StatefulStreamResult(text, _stateful_stream(df, p, buckets, scripted_clock, ingestion, control_wm), p,
-                                df.schema)
+    text = (
+        explain_plan(p, "stream")
+        if why is not None
+        else (
+            "stream: transformWithStateInPandas over hash buckets of the key, driving the core engine (plan='stateful')"
+        )
+    )
+    return StatefulStreamResult(
+        text, _stateful_stream(df, p, buckets, scripted_clock, ingestion, control_wm), p, df.schema
+    )
 
 
 def _native_stream(df: DataFrame, p: Pipeline, ingestion: Column | None, control_wm: str | None) -> NativeStreamResult:
@@ -225,21 +278,27 @@ def _native_stream(df: DataFrame, p: Pipeline, ingestion: Column | None, control
     step = NativeStep(p, df.schema, record_columns, never_late=never_late(p) and control_wm is None)
     prepared = prepare(df, p, 0, ingestion=ingestion, control_wm=control_wm).withColumns(step.row_columns())
     counts = F.col(ROW_COUNTS)
-    windows = (counts, F.lit(False)) if step.windows.several_per_row else \
-        (F.col(ROW_IN_WINDOW), counts & ~F.col(ROW_IN_WINDOW))
-    prepared = prepared.observe(metrics.INPUT, *metrics.input_counts(
-        control_wm, metrics.numeric_event_time(df.schema, p.event_time), windows))
+    windows = (
+        (counts, F.lit(False))
+        if step.windows.several_per_row
+        else (F.col(ROW_IN_WINDOW), counts & ~F.col(ROW_IN_WINDOW))
+    )
+    prepared = prepared.observe(
+        metrics.INPUT, *metrics.input_counts(control_wm, metrics.numeric_event_time(df.schema, p.event_time), windows)
+    )
     prepared = prepared.select(*[F.col(f"`{c}`") for c in step.stream_columns(prepared.columns)])
     return NativeStreamResult(explain_plan(p, "stream"), step, prepared)
 
 
-def _stateful_stream(df: DataFrame, p: Pipeline, buckets: int, scripted_clock: bool, ingestion: Column | None,
-                     control_wm: str | None) -> DataFrame:
+def _stateful_stream(
+    df: DataFrame, p: Pipeline, buckets: int, scripted_clock: bool, ingestion: Column | None, control_wm: str | None
+) -> DataFrame:
     """The stateful plan's output: panes and dead letters of every bucket (``stateful``)."""
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
     prepared = prepare(df, p, buckets, ingestion=ingestion, control_wm=control_wm)
-    prepared = prepared.observe(metrics.INPUT, *metrics.input_counts(
-        control_wm, metrics.numeric_event_time(df.schema, p.event_time), None))
+    prepared = prepared.observe(
+        metrics.INPUT, *metrics.input_counts(control_wm, metrics.numeric_event_time(df.schema, p.event_time), None)
+    )
     delay_ms = 0 if p.watermark.punctuation else p.watermark.max_delay
     prepared = prepared.withWatermark(WMARK, f"{delay_ms} milliseconds")
     # drop punctuation rows (they only move the watermark); mention WMARK so the filter stays above
@@ -255,10 +314,12 @@ def _stateful_stream(df: DataFrame, p: Pipeline, buckets: int, scripted_clock: b
     out_schema = output_schema(p, schema)
     integral = tuple(f.name for f in schema.fields if isinstance(f.dataType, ST.IntegralType))
     integral_out = tuple(f.name for f in pane_schema(p, schema).fields if isinstance(f.dataType, ST.IntegralType))
-    processor = BucketProcessor(engine_pipeline(p), record_columns, out_schema.fieldNames(), scripted_clock, keep,
-                                integral, integral_out)
+    processor = BucketProcessor(
+        engine_pipeline(p), record_columns, out_schema.fieldNames(), scripted_clock, keep, integral, integral_out
+    )
     combined = prepared.groupBy(bucket_alias).transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
+        statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime"
+    )
     return combined.observe(metrics.OUTPUT, *metrics.output_counts(KIND, "dl_reason", *COUNT_COLUMNS))
 
 
@@ -358,8 +419,9 @@ def _engine_batch(good: DataFrame, p: Pipeline, schema: ST.StructType, record_co
     ps = pane_schema(p, schema)
     needed = list(dict.fromkeys([TS, *p.key, *p.value_columns, *window_reads(p.window)[0]]))
 
-    integral = [c for c in p.value_columns
-                if c in schema.fieldNames() and isinstance(schema[c].dataType, ST.IntegralType)]
+    integral = [
+        c for c in p.value_columns if c in schema.fieldNames() and isinstance(schema[c].dataType, ST.IntegralType)
+    ]
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
         from .stateful import restore_integers

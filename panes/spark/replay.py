@@ -41,8 +41,12 @@ BATCH_ID, ROW = "__panes_batch_id", "__panes_row"  # (the rows collected on Spar
 def _step_rows(step: dict, clock: int) -> list[dict]:
     rows: list[dict] = [{CLOCK: clock, ACTIVE: 1} if step.get("add") else {CLOCK: clock}]
     if "add" in step:
-        rows += [dict(r, **{INGEST: clock}) if isinstance(r, dict)
-                 else {"value": r, MALFORMED: "a record must be a JSON object"} for r in step["add"]]
+        rows += [
+            dict(r, **{INGEST: clock})
+            if isinstance(r, dict)
+            else {"value": r, MALFORMED: "a record must be a JSON object"}
+            for r in step["add"]
+        ]
     if "watermark" in step:
         rows.append({WM_STEP: step["watermark"]})
     if step.get("end"):
@@ -72,28 +76,38 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
         resolved = "native" if plan in ("auto", "native") and stream_unsupported(p) is None else "stateful"
         check_stream(spark, resolved, str(tmp / "checkpoint"), (str(staging),))
         schema = spark.read.json(str(staging)).schema
-        for name, typ in ((CLOCK, "long"), (WM_STEP, "long"), (INGEST, "long"), (ACTIVE, "long")):
+        for name in (CLOCK, WM_STEP, INGEST, ACTIVE):
             if name not in schema.fieldNames():
                 from pyspark.sql.types import LongType, StructField
+
                 schema = schema.add(StructField(name, LongType(), True))
         stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src))
         stream = stream.select(*[c for c in stream.columns if c not in (WM_STEP,)], F.col(WM_STEP))
-        result = window_stream(stream, p, buckets=buckets, scripted_clock=True,
-                               ingestion=F.col(INGEST), control_wm=WM_STEP, plan=plan)
+        result = window_stream(
+            stream, p, buckets=buckets, scripted_clock=True, ingestion=F.col(INGEST), control_wm=WM_STEP, plan=plan
+        )
         collected = _Collected(spark, tmp / "collected")
         if isinstance(result, NativeStreamResult):
-            q = result.write_stream(collected.callback("P"), collected.callback("D"), str(tmp / "checkpoint"),
-                                    ordered=True)
+            q = result.write_stream(
+                collected.callback("P"), collected.callback("D"), str(tmp / "checkpoint"), ordered=True
+            )
         else:
             assert isinstance(result, StatefulStreamResult)
             # (a window pipeline's panes are its rows, its SQL run per micro-batch in the callback)
-            collect = (collected.callback("S") if result.pipeline.window_pipeline is None
-                       else _stateful_collector(collected.batches, result))
-            q = (result.combined.writeStream.foreachBatch(collect)
-                 .option("checkpointLocation", str(tmp / "checkpoint")).outputMode("append").start())
+            collect = (
+                collected.callback("S")
+                if result.pipeline.window_pipeline is None
+                else _stateful_collector(collected.batches, result)
+            )
+            q = (
+                result.combined.writeStream.foreachBatch(collect)
+                .option("checkpointLocation", str(tmp / "checkpoint"))
+                .outputMode("append")
+                .start()
+            )
         try:
             base = time.time() - 10_000
-            for n, (path, rows) in enumerate(files):
+            for n, (path, _) in enumerate(files):
                 shutil.copy(staging / path.name, path)
                 os.utime(path, (base + n, base + n))
                 q.processAllAvailable()
@@ -135,8 +149,16 @@ def _stateful_collector(batches: dict, result: StatefulStreamResult):
 def _letter_of(d: dict, i: int) -> dict:
     """A dead letter of a failed SQL pane as the stateful plan's dead-letter row."""
     wins = [{"start": _ms(w["start"]), "end": _ms(w["end"])} for w in d["windows"]] if d["windows"] else None
-    return {KIND: "D", PHASE: 3, ORDER: i, "dl_reason": d["reason"], "dl_record": d["record"], "dl_watermark": None,
-            "dl_windows": json.dumps(wins) if wins else None, "dl_detail": d["detail"]}
+    return {
+        KIND: "D",
+        PHASE: 3,
+        ORDER: i,
+        "dl_reason": d["reason"],
+        "dl_record": d["record"],
+        "dl_watermark": None,
+        "dl_windows": json.dumps(wins) if wins else None,
+        "dl_detail": d["detail"],
+    }
 
 
 def _ms(t):
@@ -161,13 +183,19 @@ class _Collected:
             path = f"{self.where}/{kind}"
 
             def append(df, batch_id):
-                (df.withColumn(BATCH_ID, F.lit(batch_id)).withColumn(ROW, F.monotonically_increasing_id())
-                 .write.mode("append").parquet(path))
+                (
+                    df.withColumn(BATCH_ID, F.lit(batch_id))
+                    .withColumn(ROW, F.monotonically_increasing_id())
+                    .write.mode("append")
+                    .parquet(path)
+                )
+
             return append
         batches = self.batches
 
         def keep(df, batch_id):
             batches.setdefault(batch_id, []).extend(_rows([r.asDict(recursive=True) for r in df.collect()], kind))
+
         return keep
 
     def read(self, spark) -> dict[int, list]:
@@ -199,9 +227,16 @@ def _rows(rows: list[dict], kind: str) -> list[dict]:
             r.update({KIND: "P", "window_start": _ms(r["window_start"]), "window_end": _ms(r["window_end"])})
         else:
             wins = [{"start": _ms(w["start"]), "end": _ms(w["end"])} for w in r["windows"]] if r["windows"] else None
-            r = {KIND: "D", PHASE: 2, ORDER: i, "dl_reason": r["reason"], "dl_record": r["record"],
-                 "dl_watermark": _ms(r["watermark"]), "dl_windows": json.dumps(wins) if wins else None,
-                 "dl_detail": r["detail"]}
+            r = {
+                KIND: "D",
+                PHASE: 2,
+                ORDER: i,
+                "dl_reason": r["reason"],
+                "dl_record": r["record"],
+                "dl_watermark": _ms(r["watermark"]),
+                "dl_windows": json.dumps(wins) if wins else None,
+                "dl_detail": r["detail"],
+            }
         out.append(r)
     return out
 
@@ -210,8 +245,16 @@ def _pane(r: dict, p: Pipeline) -> Pane:
     """A pane row as the engine's pane (the global window's bounds: null in the row)."""
     start = MIN_TIME if r["window_start"] is None else r["window_start"]
     end = MAX_TIME if r["window_end"] is None else r["window_end"]
-    return Pane(tuple(r[k] for k in p.key), start, end, r["timing"], r["pane_index"], r["is_last"], r["retraction"],
-                tuple(r[a.output] for a in p.aggregates))
+    return Pane(
+        tuple(r[k] for k in p.key),
+        start,
+        end,
+        r["timing"],
+        r["pane_index"],
+        r["is_last"],
+        r["retraction"],
+        tuple(r[a.output] for a in p.aggregates),
+    )
 
 
 def _dead_letter(r: dict) -> DeadLetter:

@@ -43,16 +43,30 @@ class WindowedResult:
     def dead_letters(self) -> DataFrame:
         raise NotImplementedError
 
-    def write_stream(self, on_panes: Callback, on_dead_letters: Callback, checkpoint: str,
-                     query_name: str | None = None, ordered: bool = False, **trigger: Any) -> StreamingQuery:
+    def write_stream(
+        self,
+        on_panes: Callback,
+        on_dead_letters: Callback,
+        checkpoint: str,
+        query_name: str | None = None,
+        ordered: bool = False,
+        **trigger: Any,
+    ) -> StreamingQuery:
         """Start one streaming query that hands each micro-batch's panes and dead letters to the
         two callbacks ``f(df, batch_id)``. ``trigger`` is passed to ``DataStreamWriter.trigger``.
         ``ordered`` (native plan): the panes carry the engine's emission order (for replays)."""
         raise ValueError("write_stream is for streaming input; write .panes and .dead_letters directly")
 
     @staticmethod
-    def _start(source: DataFrame, each: Callback, checkpoint: str, query_name: str | None,
-               trigger: dict[str, Any], plan: str, client_files: tuple[str, ...] = ()) -> StreamingQuery:
+    def _start(
+        source: DataFrame,
+        each: Callback,
+        checkpoint: str,
+        query_name: str | None,
+        trigger: dict[str, Any],
+        plan: str,
+        client_files: tuple[str, ...] = (),
+    ) -> StreamingQuery:
         """Starts the query; on Spark Connect, once the server said it can run ``plan``."""
         check_stream(source.sparkSession, plan, checkpoint, client_files)
         w = source.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint)
@@ -97,8 +111,10 @@ class NativeStreamResult(WindowedResult):
         self.stream: NativeStream | None = None  # the last query's (``write_stream``): its watermark
 
     def _none(self, what: str) -> ValueError:
-        return ValueError(f"the native streaming plan has no streaming DataFrame of {what}: run it with "
-                          f"write_stream(on_panes, on_dead_letters, checkpoint), or pass plan='stateful'")
+        return ValueError(
+            f"the native streaming plan has no streaming DataFrame of {what}: run it with "
+            f"write_stream(on_panes, on_dead_letters, checkpoint), or pass plan='stateful'"
+        )
 
     @property
     def panes(self) -> DataFrame:
@@ -108,8 +124,15 @@ class NativeStreamResult(WindowedResult):
     def dead_letters(self) -> DataFrame:
         raise self._none("dead letters")
 
-    def write_stream(self, on_panes: Callback, on_dead_letters: Callback, checkpoint: str,
-                     query_name: str | None = None, ordered: bool = False, **trigger: Any) -> StreamingQuery:
+    def write_stream(
+        self,
+        on_panes: Callback,
+        on_dead_letters: Callback,
+        checkpoint: str,
+        query_name: str | None = None,
+        ordered: bool = False,
+        **trigger: Any,
+    ) -> StreamingQuery:
         """See ``WindowedResult.write_stream``; ``on_dead_letters`` is called only for a
         micro-batch that has some."""
         from .native.store import NativeStream
@@ -148,16 +171,25 @@ class StatefulStreamResult(WindowedResult):
     @property
     def panes(self) -> DataFrame:
         if self._panes is None:
-            raise ValueError("a window pipeline's SQL runs per micro-batch, over the rows of the windows that fire: "
-                             "run it with write_stream(on_panes, on_dead_letters, checkpoint)")
+            raise ValueError(
+                "a window pipeline's SQL runs per micro-batch, over the rows of the windows that fire: "
+                "run it with write_stream(on_panes, on_dead_letters, checkpoint)"
+            )
         return self._panes
 
     @property
     def dead_letters(self) -> DataFrame:
         return self._dead_letters
 
-    def write_stream(self, on_panes: Callback, on_dead_letters: Callback, checkpoint: str,
-                     query_name: str | None = None, ordered: bool = False, **trigger: Any) -> StreamingQuery:
+    def write_stream(
+        self,
+        on_panes: Callback,
+        on_dead_letters: Callback,
+        checkpoint: str,
+        query_name: str | None = None,
+        ordered: bool = False,
+        **trigger: Any,
+    ) -> StreamingQuery:
         p, schema, view = self.pipeline, self.input_schema, self.view
         # (with allowed lateness, the provisional panes are decided here: see ``stateful``)
         watermarks = OutputWatermarks(p) if p.allowed_lateness > 0 else None

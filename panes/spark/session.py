@@ -43,8 +43,13 @@ def is_connect(spark) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect.")
 
 
-def get_spark(master: str | None = None, shuffle_partitions: int = 2, conf: dict | None = None,
-              app_name: str = "panes", remote: str | None = None):
+def get_spark(
+    master: str | None = None,
+    shuffle_partitions: int = 2,
+    conf: dict | None = None,
+    app_name: str = "panes",
+    remote: str | None = None,
+):
     """The active SparkSession, or a new one configured for panes: a Spark Connect session when
     ``remote`` or ``master`` is an ``sc://`` URL, or when no master is given and ``SPARK_REMOTE`` is
     set (PySpark's variable); else a classic one."""
@@ -87,8 +92,10 @@ def connect_client_check(url: str) -> None:
             try:
                 getattr(utils, name)()
             except PySparkImportError as e:
-                raise RuntimeError(f"a Spark Connect session ({url}) needs more packages in this Python: "
-                                   f"pip install 'pyspark[connect]' ({str(e).splitlines()[0]})") from None
+                raise RuntimeError(
+                    f"a Spark Connect session ({url}) needs more packages in this Python: "
+                    f"pip install 'pyspark[connect]' ({str(e).splitlines()[0]})"
+                ) from None
 
 
 def _connect(url: str, shuffle_partitions: int, conf: dict | None, app_name: str):
@@ -199,6 +206,8 @@ def _speed_up() -> list:
             undo.append(lambda name=name: jvm.__dict__.pop(name, None))
             _patched.append(name)
     return undo
+
+
 _classes: dict[int, tuple] = {}  # id of a JVM view -> (the view, {name: class with members looked up once})
 
 

@@ -105,9 +105,16 @@ class BucketProcessor(StatefulProcessor):
     """``pipeline``: the engine's (``window_pipeline.engine_pipeline``: a SQL window pipeline's
     windows hand their rows on; Spark runs the query)."""
 
-    def __init__(self, pipeline: Pipeline, record_columns: list[str], output_columns: list[str],
-                 scripted_clock: bool = False, input_names: list[str] | None = None,
-                 integral_columns: tuple = (), integral_outputs: tuple = ()):
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        record_columns: list[str],
+        output_columns: list[str],
+        scripted_clock: bool = False,
+        input_names: list[str] | None = None,
+        integral_columns: tuple = (),
+        integral_outputs: tuple = (),
+    ):
         self.pipeline = pipeline
         self.record_columns = record_columns
         self.output_columns = output_columns
@@ -183,8 +190,15 @@ class BucketProcessor(StatefulProcessor):
             res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch, i))
             self._panes(res.panes, 2, out)
             self._letters(res.dead_letters, 2, out)
-            out.append({KIND: ["C"], PHASE: [2], ORDER: [0], COUNT_COLUMNS[0]: [res.counted],
-                        COUNT_COLUMNS[1]: [res.in_no_window]})
+            out.append(
+                {
+                    KIND: ["C"],
+                    PHASE: [2],
+                    ORDER: [0],
+                    COUNT_COLUMNS[0]: [res.counted],
+                    COUNT_COLUMNS[1]: [res.in_no_window],
+                }
+            )
         self._report(key, st, self._holds(st, holds), out)
         self._save(st)
         if out:
@@ -195,8 +209,9 @@ class BucketProcessor(StatefulProcessor):
         source is active at this instant (for the idleness timeout: records arrive; a bucket only
         sees its own keys' records, unless a scripted clock row says so)."""
         if self.input_names is not None:
-            pdf.columns = [self.input_names[int(c[1:])] if c.startswith("c") and c[1:].isdigit() else c
-                           for c in pdf.columns]
+            pdf.columns = [
+                self.input_names[int(c[1:])] if c.startswith("c") and c[1:].isdigit() else c for c in pdf.columns
+            ]
         clock = None
         active = False
         if CLOCK in pdf.columns:
@@ -239,8 +254,9 @@ class BucketProcessor(StatefulProcessor):
         out: list[dict] = []
         holds = self._holds(st, [])
         self.bucket = int(key[0])
-        res = self.engine.advance(st, self._watermark(st, timerValues.getCurrentWatermarkInMs()),
-                                  self._clock(timerValues))
+        res = self.engine.advance(
+            st, self._watermark(st, timerValues.getCurrentWatermarkInMs()), self._clock(timerValues)
+        )
         self._panes(res.panes, 0, out)
         self._letters(res.dead_letters, 0, out)
         self._report(key, st, self._holds(st, holds), out)
@@ -261,8 +277,16 @@ class BucketProcessor(StatefulProcessor):
         if not self.partial:
             return
         holds = holds + [holds[-1]] * (PHASES + 1 - len(holds))
-        out.append({KIND: ["H"], PHASE: [PHASES], ORDER: [0], PART: [int(key[0])], PART_WATERMARK: [st.watermark],
-                    PART_HOLDS: [holds]})
+        out.append(
+            {
+                KIND: ["H"],
+                PHASE: [PHASES],
+                ORDER: [0],
+                PART: [int(key[0])],
+                PART_WATERMARK: [st.watermark],
+                PART_HOLDS: [holds],
+            }
+        )
 
     def close(self) -> None:
         pass
@@ -290,8 +314,13 @@ class BucketProcessor(StatefulProcessor):
         if self.pipeline.window_pipeline is not None:
             self._table_panes(panes, phase, out)
             return
-        cols: dict = {KIND: ["P"] * n, PHASE: [phase] * n, ORDER: list(range(n)), **pane_columns(panes, self.pipeline),
-                      PROVISIONAL: [p.provisional for p in panes]}
+        cols: dict = {
+            KIND: ["P"] * n,
+            PHASE: [phase] * n,
+            ORDER: list(range(n)),
+            **pane_columns(panes, self.pipeline),
+            PROVISIONAL: [p.provisional for p in panes],
+        }
         for a in self.pipeline.aggregates:
             if a.output in self.integral_outputs:  # integer input with nulls arrives as float64
                 cols[a.output] = [int(v) if isinstance(v, float) and v.is_integer() else v for v in cols[a.output]]
@@ -327,8 +356,13 @@ class BucketProcessor(StatefulProcessor):
         finite = d.watermark is not None and MIN_TIME < d.watermark < MAX_TIME
         windows = [{"start": s, "end": e} for s, e in d.windows] if d.windows else None
         record = d.record if isinstance(d.record, str) else json.dumps(d.record, default=str, sort_keys=False)
-        values = (str(d.reason), record, d.watermark if finite else None,
-                  json.dumps(windows) if windows else None, d.detail)
+        values = (
+            str(d.reason),
+            record,
+            d.watermark if finite else None,
+            json.dumps(windows) if windows else None,
+            d.detail,
+        )
         return {KIND: ["D"], PHASE: [phase], ORDER: [order], **{c: [v] for c, v in zip(DEAD_LETTER_COLUMNS, values)}}
 
     def _frame(self, blocks: list[dict]) -> pd.DataFrame:
@@ -349,8 +383,11 @@ class BucketProcessor(StatefulProcessor):
 def output_schema(p: Pipeline, schema: ST.StructType) -> ST.StructType:
     """The processor's output rows: kind, emission order, the pane columns (window bounds in ms),
     a window pipeline's row columns (``window_pipeline.table_fields``), the dead-letter columns."""
-    fields = [ST.StructField(KIND, ST.StringType()), ST.StructField(PHASE, ST.IntegerType()),
-              ST.StructField(ORDER, ST.LongType())]
+    fields = [
+        ST.StructField(KIND, ST.StringType()),
+        ST.StructField(PHASE, ST.IntegerType()),
+        ST.StructField(ORDER, ST.LongType()),
+    ]
     for f in pane_schema(p, schema).fields:
         bounds = f.name in ("window_start", "window_end")
         fields.append(ST.StructField(f.name, ST.LongType() if bounds else f.dataType, True))
@@ -359,13 +396,18 @@ def output_schema(p: Pipeline, schema: ST.StructType) -> ST.StructType:
     types = (ST.StringType(), ST.StringType(), ST.LongType(), ST.StringType(), ST.StringType())
     fields += [ST.StructField(c, t) for c, t in zip(DEAD_LETTER_COLUMNS, types)]
     fields += [ST.StructField(c, ST.LongType()) for c in COUNT_COLUMNS]
-    fields += [ST.StructField(PROVISIONAL, ST.IntegerType()), ST.StructField(PART, ST.LongType()),
-               ST.StructField(PART_WATERMARK, ST.LongType()), ST.StructField(PART_HOLDS, ST.ArrayType(ST.LongType()))]
+    fields += [
+        ST.StructField(PROVISIONAL, ST.IntegerType()),
+        ST.StructField(PART, ST.LongType()),
+        ST.StructField(PART_WATERMARK, ST.LongType()),
+        ST.StructField(PART_HOLDS, ST.ArrayType(ST.LongType())),
+    ]
     return ST.StructType(fields)
 
 
-def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType, view: str = "__panes_rows",
-             ordered: bool = False) -> DataFrame:
+def panes_of(
+    combined: DataFrame, p: Pipeline, schema: ST.StructType, view: str = "__panes_rows", ordered: bool = False
+) -> DataFrame:
     """The panes of the processor's output. A window pipeline's: its SQL run as Spark SQL over the
     rows of the panes (a micro-batch's: ``view`` names them), or its function's rows; ``ordered``
     (replays): with the emission order, the bounds in ms."""
@@ -380,8 +422,9 @@ def panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType, view: str 
     return combined.filter(F.col(KIND) == "P").select(*cols)
 
 
-def sql_panes_of(combined: DataFrame, p: Pipeline, schema: ST.StructType, view: str,
-                 ordered: bool = False) -> tuple[DataFrame, DataFrame | None]:
+def sql_panes_of(
+    combined: DataFrame, p: Pipeline, schema: ST.StructType, view: str, ordered: bool = False
+) -> tuple[DataFrame, DataFrame | None]:
     """A SQL window pipeline's panes of a micro-batch, computed now, and the dead letters of the
     panes its query failed on (``window_pipeline.guarded_sql_panes``)."""
     return guarded_sql_panes(combined.filter(F.col(KIND) == "P"), p, schema, view, [PHASE, ORDER], ordered)
@@ -394,8 +437,12 @@ def dead_letters_of(combined: DataFrame) -> DataFrame:
         F.col("dl_reason").alias("reason"),
         F.col("dl_record").alias("record"),
         F.timestamp_millis(F.col("dl_watermark")).alias("watermark"),
-        F.transform(wins, lambda w: F.struct(F.timestamp_millis(w["start"]).alias("start"),
-                                             F.timestamp_millis(w["end"]).alias("end"))).alias("windows"),
+        F.transform(
+            wins,
+            lambda w: F.struct(
+                F.timestamp_millis(w["start"]).alias("start"), F.timestamp_millis(w["end"]).alias("end")
+            ),
+        ).alias("windows"),
         F.col("dl_detail").alias("detail"),
     )
 

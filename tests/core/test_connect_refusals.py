@@ -25,19 +25,22 @@ def test_panes_not_installed_on_the_server(monkeypatch):
     server = ServerPython(EXE, None, False, {"/data/ckpt/x": True})
     assert _refusal(monkeypatch, server, "native") == (
         f"panes is not installed in the Spark Connect server's Python ({EXE}): the native plan runs its step in "
-        f"the server's foreachBatch worker; install panes {panes.__version__} there")
+        f"the server's foreachBatch worker; install panes {panes.__version__} there"
+    )
     shipped = ServerPython(EXE, None, True, {"/data/ckpt/x": True})
     assert _refusal(monkeypatch, shipped, "stateful") == (
         f"panes is not installed in the Spark Connect server's Python ({EXE}): the stateful plan runs the core "
         f"engine in the server's transformWithStateInPandas workers (files added with addArtifacts do not reach "
-        f"those workers); install panes {panes.__version__} there")
+        f"those workers); install panes {panes.__version__} there"
+    )
 
 
 def test_another_panes_on_the_server(monkeypatch):
     server = ServerPython(EXE, "0.0.1", False, {"/data/ckpt/x": True})
     assert _refusal(monkeypatch, server, "stateful") == (
         f"the Spark Connect server's Python ({EXE}) has panes 0.0.1, this process {panes.__version__}: the "
-        f"stateful plan's objects are pickled from one to the other; install panes {panes.__version__} there")
+        f"stateful plan's objects are pickled from one to the other; install panes {panes.__version__} there"
+    )
 
 
 def test_files_the_server_does_not_see(monkeypatch):
@@ -45,25 +48,38 @@ def test_files_the_server_does_not_see(monkeypatch):
     assert _refusal(monkeypatch, server, "native") == (
         "the Spark Connect server does not see /data/ckpt/x, which this process wrote: the native plan needs the "
         "server to share this machine's filesystem at the same paths (the native plan keeps its open windows "
-        "there; or use plan: stateful)")
+        "there; or use plan: stateful)"
+    )
 
 
 def test_a_server_that_cannot_run_python_functions(monkeypatch):
     server = ServerPython(error="ModuleNotFoundError: No module named 'pyarrow'")
     assert _refusal(monkeypatch, server, "stateful") == (
         "the Spark Connect server's Python cannot run panes' Python functions: ModuleNotFoundError: No module "
-        "named 'pyarrow'")
+        "named 'pyarrow'"
+    )
 
 
-@pytest.mark.parametrize("checkpoint, refused", [
-    ("/data/ckpt", False), ("ckpt", False), ("file:///data/ckpt", False), ("C:\\ckpt", False),
-    ("hdfs://nn/ckpt", True), ("s3a://bucket/ckpt", True), ("dbfs:/ckpt", True)])
+@pytest.mark.parametrize(
+    "checkpoint, refused",
+    [
+        ("/data/ckpt", False),
+        ("ckpt", False),
+        ("file:///data/ckpt", False),
+        ("C:\\ckpt", False),
+        ("hdfs://nn/ckpt", True),
+        ("s3a://bucket/ckpt", True),
+        ("dbfs:/ckpt", True),
+    ],
+)
 def test_the_native_plan_needs_a_local_checkpoint(checkpoint, refused):
     why = local_checkpoint_refusal(checkpoint)
     assert (why is not None) == refused
     if refused:
-        assert why.startswith("the native streaming plan keeps its open windows as local files under the "
-                              f"checkpoint, and {checkpoint} is on ")
+        assert why.startswith(
+            "the native streaming plan keeps its open windows as local files under the "
+            f"checkpoint, and {checkpoint} is on "
+        )
 
 
 def test_the_native_plan_refuses_a_remote_checkpoint_before_asking_the_server(monkeypatch):

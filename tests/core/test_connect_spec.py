@@ -14,23 +14,32 @@ def test_spark_remote_is_a_connect_url():
     assert parse_run_spec(BASE).spark.remote is None
 
 
-@pytest.mark.parametrize("spark, reason", [
-    ({"remote": "http://host:15002"}, "a Spark Connect URL is sc://HOST:PORT, not 'http://host:15002'"),
-    ({"remote": "sc://h:1", "master": "local[2]"}, "a spec names a master or a Spark Connect server (remote), not both"),
-])
+@pytest.mark.parametrize(
+    "spark, reason",
+    [
+        ({"remote": "http://host:15002"}, "a Spark Connect URL is sc://HOST:PORT, not 'http://host:15002'"),
+        (
+            {"remote": "sc://h:1", "master": "local[2]"},
+            "a spec names a master or a Spark Connect server (remote), not both",
+        ),
+    ],
+)
 def test_spark_remote_refused(spark, reason):
     with pytest.raises(SpecError) as e:
         parse_run_spec({**BASE, "spark": spark})
     assert [(f.field, f.reason) for f in e.value.errors] == [("spark.remote", reason)]
 
 
-@pytest.mark.parametrize("args, env, expected", [
-    ({"remote": "sc://a:1"}, None, "sc://a:1"),
-    ({"master": "sc://b:2"}, None, "sc://b:2"),
-    ({}, "sc://env:3", "sc://env:3"),
-    ({"master": "local[1]"}, "sc://env:3", None),   # an explicit master beats the variable
-    ({"remote": "sc://a:1"}, "sc://env:3", "sc://a:1"),
-])
+@pytest.mark.parametrize(
+    "args, env, expected",
+    [
+        ({"remote": "sc://a:1"}, None, "sc://a:1"),
+        ({"master": "sc://b:2"}, None, "sc://b:2"),
+        ({}, "sc://env:3", "sc://env:3"),
+        ({"master": "local[1]"}, "sc://env:3", None),  # an explicit master beats the variable
+        ({"remote": "sc://a:1"}, "sc://env:3", "sc://a:1"),
+    ],
+)
 def test_get_spark_picks_connect(monkeypatch, args, env, expected):
     from panes.spark import session
 

@@ -21,6 +21,8 @@ def test_replay_prints_the_golden_panes_and_dead_letters(path, tmp_path):
     assert dead.read_text() == (ROOT / "golden" / f"{path.stem}.dead.jsonl").read_text()
     # stderr: the counts, every record accounted for
     summary = result.stderr.splitlines()[-1]
-    assert summary.startswith(f"done: {len(result.stdout.splitlines())} panes, "
-                              f"{len(dead.read_text().splitlines())} dead letters (in {dead}); records in ")
+    assert summary.startswith(
+        f"done: {len(result.stdout.splitlines())} panes, "
+        f"{len(dead.read_text().splitlines())} dead letters (in {dead}); records in "
+    )
     assert "does not add up" not in summary

@@ -100,8 +100,12 @@ def private_names_across_modules(path: Path, tree: ast.AST) -> list[str]:
                 if a.name.startswith("panes"):
                     module_aliases.add(a.asname or a.name.split(".")[0])
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in module_aliases \
-                and _private(node.attr):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in module_aliases
+            and _private(node.attr)
+        ):
             out.append(f"{node.value.id}.{node.attr}")
     return out
 
@@ -116,9 +120,17 @@ def _id(path: Path) -> str:
 
 def test_the_rules_cover_the_core_spec_and_scenarios():
     names = {module_name(p) for p in CHECKED}
-    assert {"panes.core.engine.engine", "panes.core.triggers.machine", "panes.core.windows.registry",
-            "panes.core.aggregates.registry", "panes.core.rules", "panes.scenario", "panes.replay",
-            "panes.spark.native.store", "panes.cli"} <= names
+    assert {
+        "panes.core.engine.engine",
+        "panes.core.triggers.machine",
+        "panes.core.windows.registry",
+        "panes.core.aggregates.registry",
+        "panes.core.rules",
+        "panes.scenario",
+        "panes.replay",
+        "panes.spark.native.store",
+        "panes.cli",
+    } <= names
     assert "panes.spec" in names
     assert set(BELOW_SPARK) < set(CHECKED)
 
@@ -141,12 +153,16 @@ def test_no_private_name_across_modules(path):
 
 @pytest.mark.parametrize("path", BELOW_SPARK, ids=_id)
 def test_no_spark_below_the_spark_layer(path):
-    bad = [m for m in imported_modules(path, _parse(path)) if m.split(".")[0] in ("pyspark", "py4j")
-           or m == "panes.spark" or m.startswith("panes.spark.")]
+    bad = [
+        m
+        for m in imported_modules(path, _parse(path))
+        if m.split(".")[0] in ("pyspark", "py4j") or m == "panes.spark" or m.startswith("panes.spark.")
+    ]
     assert bad == []
 
 
 # -- the checks themselves find what they look for ----------------------------------------------------
+
 
 def test_the_checks_find_violations():
     path = PANES / "core" / "engine" / "engine.py"

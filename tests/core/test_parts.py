@@ -67,19 +67,43 @@ def run_in_parts(scenario, parts: int) -> list[dict]:
         stage.bundle(reports)
         emitted.sort(key=lambda e: (e[0], emission_order(e[1])))
         for phase, pane in emitted:
-            timing = stage.timing(pane.provisional, pane.timing, phase, pane.window_end,
-                                  (pane.key, pane.window_start, pane.window_end, pane.pane_index), pane.retraction)
+            timing = stage.timing(
+                pane.provisional,
+                pane.timing,
+                phase,
+                pane.window_end,
+                (pane.key, pane.window_start, pane.window_end, pane.pane_index),
+                pane.retraction,
+            )
             if timing is not None:
-                panes.append(pane_record(Pane(*[timing if f == "timing" else getattr(pane, f)
-                                                for f in ("key", "window_start", "window_end", "timing", "pane_index",
-                                                          "is_last", "retraction", "values")]), p))
+                panes.append(
+                    pane_record(
+                        Pane(
+                            *[
+                                timing if f == "timing" else getattr(pane, f)
+                                for f in (
+                                    "key",
+                                    "window_start",
+                                    "window_end",
+                                    "timing",
+                                    "pane_index",
+                                    "is_last",
+                                    "retraction",
+                                    "values",
+                                )
+                            ]
+                        ),
+                        p,
+                    )
+                )
         if frame is not None and len(frame):
             max_ts = max(max_ts, int(frame["__ts"].max()))
         explicit = step.get("watermark", MIN_TIME)
         if parsed is not None and parsed.punctuation is not None:
             explicit = max(explicit, parsed.punctuation)
-        wm = rules.watermark_after(wm, max_ts, p.watermark.max_delay, p.watermark.punctuation, explicit,
-                                   step.get("end", False))
+        wm = rules.watermark_after(
+            wm, max_ts, p.watermark.max_delay, p.watermark.punctuation, explicit, step.get("end", False)
+        )
     return panes
 
 
@@ -92,26 +116,38 @@ def test_issue_cases_in_parts(name, parts):
 
 def _random(seed: int) -> dict:
     rnd = random.Random(seed)
-    triggers = [None, {"after_count": 2}, {"repeatedly": {"after_count": 2}},
-                {"after_watermark": {"late": {"count": 1}}},
-                {"repeatedly": {"after_any": [{"after_count": 3}, {"after_processing_time": 1500}]}}]
+    triggers = [
+        None,
+        {"after_count": 2},
+        {"repeatedly": {"after_count": 2}},
+        {"after_watermark": {"late": {"count": 1}}},
+        {"repeatedly": {"after_any": [{"after_count": 3}, {"after_processing_time": 1500}]}},
+    ]
     timeline, clock = [], 0
     for _ in range(rnd.randint(3, 9)):
         clock += rnd.randint(0, 1500)
         step: dict = {"processing_time": clock}
         if rnd.random() < 0.7:
-            step["add"] = [{"k": rnd.choice("abcd"), "t": rnd.randint(0, 20_000), "v": rnd.randint(0, 9)}
-                           for _ in range(rnd.randint(1, 4))]
+            step["add"] = [
+                {"k": rnd.choice("abcd"), "t": rnd.randint(0, 20_000), "v": rnd.randint(0, 9)}
+                for _ in range(rnd.randint(1, 4))
+            ]
         if rnd.random() < 0.4:
             step["watermark"] = rnd.randint(0, 25_000)
         timeline.append(step)
     timeline.append({"end": True})
     trigger = triggers[seed % len(triggers)]
-    pipeline = {"event_time": "t", "key": "k", "window": [{"tumbling": {"size": 4000}}, {"session": {"gap": 1500}},
-                                                            {"hopping": {"size": 6000, "hop": 2000}}][seed % 3],
-                "watermark": {"punctuation": True}, "allowed_lateness": 10_000,
-                "accumulation": ["discarding", "accumulating", "retracting"][seed % 3 if seed % 5 else 2],
-                "aggregates": {"s": {"sum": "v"}, "n": {"count": "*"}}}
+    pipeline = {
+        "event_time": "t",
+        "key": "k",
+        "window": [{"tumbling": {"size": 4000}}, {"session": {"gap": 1500}}, {"hopping": {"size": 6000, "hop": 2000}}][
+            seed % 3
+        ],
+        "watermark": {"punctuation": True},
+        "allowed_lateness": 10_000,
+        "accumulation": ["discarding", "accumulating", "retracting"][seed % 3 if seed % 5 else 2],
+        "aggregates": {"s": {"sum": "v"}, "n": {"count": "*"}},
+    }
     if trigger is not None:
         pipeline["trigger"] = trigger
     return {"pipeline": pipeline, "timeline": timeline}

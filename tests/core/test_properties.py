@@ -39,11 +39,14 @@ AGGS = (Aggregate("s", Sum("v")), Aggregate("n", Count("*")), Aggregate("ids", C
 
 # -- inputs ---------------------------------------------------------------------------------------
 
+
 @st.composite
 def records(draw, max_size=40, lo=-300, hi=1500, keys=KEYS):
     n = draw(st.integers(0, max_size))
-    return [{"id": i, "k": draw(st.sampled_from(keys)), "t": draw(st.integers(lo, hi)),
-             "v": draw(st.integers(-10, 10))} for i in range(n)]
+    return [
+        {"id": i, "k": draw(st.sampled_from(keys)), "t": draw(st.integers(lo, hi)), "v": draw(st.integers(-10, 10))}
+        for i in range(n)
+    ]
 
 
 @st.composite
@@ -57,19 +60,25 @@ def arrivals(draw, recs):
 
 tumbling = st.integers(1, 300).flatmap(lambda size: st.builds(Tumbling, st.just(size), st.integers(0, size - 1)))
 hopping = st.tuples(st.integers(1, 100), st.integers(1, 100)).flatmap(
-    lambda sh: st.builds(Hopping, st.just(sh[0]), st.just(sh[1]), st.integers(0, sh[1] - 1)))
-hopping_with_gaps = st.tuples(st.integers(1, 60), st.integers(1, 60)).filter(lambda sh: sh[1] > sh[0]).flatmap(
-    lambda sh: st.builds(Hopping, st.just(sh[0]), st.just(sh[1]), st.integers(0, sh[1] - 1)))
+    lambda sh: st.builds(Hopping, st.just(sh[0]), st.just(sh[1]), st.integers(0, sh[1] - 1))
+)
+hopping_with_gaps = (
+    st.tuples(st.integers(1, 60), st.integers(1, 60))
+    .filter(lambda sh: sh[1] > sh[0])
+    .flatmap(lambda sh: st.builds(Hopping, st.just(sh[0]), st.just(sh[1]), st.integers(0, sh[1] - 1)))
+)
 fixed_windows = st.one_of(tumbling, hopping, hopping_with_gaps)
 
 
 def frame(batch: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame({
-        TS: np.array([r["t"] for r in batch], dtype=np.int64),
-        "k": pd.Series([r["k"] for r in batch], dtype=object),
-        "v": np.array([r["v"] for r in batch], dtype=np.int64),
-        "id": np.array([r["id"] for r in batch], dtype=np.int64),
-    })
+    return pd.DataFrame(
+        {
+            TS: np.array([r["t"] for r in batch], dtype=np.int64),
+            "k": pd.Series([r["k"] for r in batch], dtype=object),
+            "v": np.array([r["v"] for r in batch], dtype=np.int64),
+            "id": np.array([r["id"] for r in batch], dtype=np.int64),
+        }
+    )
 
 
 def run(pipeline: Pipeline, batches: list[list[dict]]):
@@ -88,11 +97,18 @@ def run(pipeline: Pipeline, batches: list[list[dict]]):
 
 
 def pipeline(window, max_delay=NO_LATENESS, lateness=0) -> Pipeline:
-    return Pipeline(window=window, aggregates=AGGS, key=("k",), event_time="t",
-                    watermark=WatermarkStrategy(max_delay=max_delay), allowed_lateness=lateness)
+    return Pipeline(
+        window=window,
+        aggregates=AGGS,
+        key=("k",),
+        event_time="t",
+        watermark=WatermarkStrategy(max_delay=max_delay),
+        allowed_lateness=lateness,
+    )
 
 
 # -- brute force ----------------------------------------------------------------------------------
+
 
 def brute_windows(window, t: int) -> list[tuple[int, int]]:
     """The [start, end) windows of a fixed assigner that contain t, by the definition."""
@@ -137,6 +153,7 @@ def expected_table(groups, by_id):
 
 # -- (a) fixed windows, nothing late ----------------------------------------------------------------
 
+
 @SETTINGS
 @given(data=st.data(), window=fixed_windows)
 def test_fixed_windows_equal_brute_force_group_by(data, window):
@@ -160,6 +177,7 @@ def test_brute_force_windows_examples():
 
 
 # -- (b) watermark = max event time: late records go to the dead letters ------------------------------
+
 
 @SETTINGS
 @given(data=st.data(), window=fixed_windows, lateness=st.sampled_from([0, 0, 1, 25, 100]))
@@ -237,6 +255,7 @@ def test_nothing_is_lost_with_max_delay_zero(data, window, lateness):
 
 # -- (c) sessions -----------------------------------------------------------------------------------
 
+
 def brute_sessions(recs, gap):
     out = {}
     by_key = defaultdict(list)
@@ -273,6 +292,7 @@ def test_brute_sessions_examples():
 
 # -- (d) KIP-450 sliding windows ---------------------------------------------------------------------
 
+
 def brute_sliding(recs, D):
     """{(key, start, last): ids}: left windows of every record, non-empty right windows, by bounds."""
     out = {}
@@ -307,13 +327,18 @@ def test_brute_sliding_examples():
     """kip450_sliding.yaml's records for key a: 1000, 1005, 1020, 1012 with D = 10."""
     recs = [{"id": i, "k": "a", "t": t, "v": 0} for i, t in enumerate([1000, 1005, 1020, 1012])]
     assert brute_sliding(recs, 10) == {
-        ("a", 990, 1000): [0], ("a", 995, 1005): [0, 1], ("a", 1010, 1020): [2, 3],
-        ("a", 1002, 1012): [1, 3], ("a", 1001, 1011): [1], ("a", 1006, 1016): [3],
+        ("a", 990, 1000): [0],
+        ("a", 995, 1005): [0, 1],
+        ("a", 1010, 1020): [2, 3],
+        ("a", 1002, 1012): [1, 3],
+        ("a", 1001, 1011): [1],
+        ("a", 1006, 1016): [3],
         ("a", 1013, 1023): [2],
     }
 
 
 # -- (e) record-defined windows with late data: nothing is lost --------------------------------------
+
 
 @SETTINGS
 @given(data=st.data(), gap=st.integers(1, 80), lateness=st.sampled_from([0, 5, 50]))

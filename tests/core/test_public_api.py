@@ -12,16 +12,50 @@ from panes.core.triggers import TRIGGERS
 from panes.core.windows import WINDOWS
 
 BUILT_INS = [
-    (WINDOWS, {"tumbling": "Tumbling", "hopping": "Hopping", "session": "Sessions", "sliding": "Sliding",
-              "global": "GlobalWindows"}),
-    (TRIGGERS, {"after_watermark": "AfterWatermark", "after_count": "AfterCount", "count": "AfterCount",
-               "after_processing_time": "AfterProcessingTime", "every": "AfterProcessingTime",
-               "repeatedly": "Repeatedly", "after_any": "AfterAny", "after_all": "AfterAll", "after_each": "AfterEach",
-               "or_finally": "OrFinally"}),
-    (FUNCTIONS, {"count": "Count", "sum": "Sum", "min": "Min", "max": "Max", "avg": "Avg", "mean": "Avg",
-                "median": "Median", "percentile": "Percentile", "first": "First", "last": "Last",
-                "collect_list": "CollectList", "count_distinct": "CountDistinct", "top_k": "TopK",
-                "combine": "UserCombine"}),
+    (
+        WINDOWS,
+        {
+            "tumbling": "Tumbling",
+            "hopping": "Hopping",
+            "session": "Sessions",
+            "sliding": "Sliding",
+            "global": "GlobalWindows",
+        },
+    ),
+    (
+        TRIGGERS,
+        {
+            "after_watermark": "AfterWatermark",
+            "after_count": "AfterCount",
+            "count": "AfterCount",
+            "after_processing_time": "AfterProcessingTime",
+            "every": "AfterProcessingTime",
+            "repeatedly": "Repeatedly",
+            "after_any": "AfterAny",
+            "after_all": "AfterAll",
+            "after_each": "AfterEach",
+            "or_finally": "OrFinally",
+        },
+    ),
+    (
+        FUNCTIONS,
+        {
+            "count": "Count",
+            "sum": "Sum",
+            "min": "Min",
+            "max": "Max",
+            "avg": "Avg",
+            "mean": "Avg",
+            "median": "Median",
+            "percentile": "Percentile",
+            "first": "First",
+            "last": "Last",
+            "collect_list": "CollectList",
+            "count_distinct": "CountDistinct",
+            "top_k": "TopK",
+            "combine": "UserCombine",
+        },
+    ),
 ]
 
 
@@ -30,8 +64,18 @@ def test_the_built_in_classes_are_exported():
         for spec_name, class_name in names.items():
             assert class_name in panes.__all__
             assert getattr(panes, class_name) is registry[spec_name]
-    for name in ("CombineFn", "Pipeline", "WatermarkStrategy", "Trigger", "Never", "WindowFn", "AggregateFn",
-                 "Aggregate", "window", "pipeline"):
+    for name in (
+        "CombineFn",
+        "Pipeline",
+        "WatermarkStrategy",
+        "Trigger",
+        "Never",
+        "WindowFn",
+        "AggregateFn",
+        "Aggregate",
+        "window",
+        "pipeline",
+    ):
         assert name in panes.__all__ and hasattr(panes, name)
 
 
@@ -46,16 +90,23 @@ def test_classes_and_spec_build_the_same_pipeline():
     built = panes.Pipeline(
         window=panes.Hopping(size=60_000, hop=10_000),
         aggregates=(panes.Aggregate("n", panes.Count("*")), panes.Aggregate("p90", panes.Percentile("v", 0.9))),
-        key=("k",), event_time="t", watermark=panes.WatermarkStrategy(max_delay=5_000),
+        key=("k",),
+        event_time="t",
+        watermark=panes.WatermarkStrategy(max_delay=5_000),
         trigger=panes.AfterWatermark(early=panes.AfterCount(10), late=panes.AfterProcessingTime(0, 60_000)),
         accumulation="discarding",
     )
-    parsed = panes.pipeline({
-        "key": "k", "event_time": "t", "window": {"hopping": {"size": "1 minute", "hop": "10s"}},
-        "watermark": {"max_delay": "5s"}, "accumulation": "discarding",
-        "trigger": {"after_watermark": {"early": {"count": 10}, "late": {"every": "1 minute"}}},
-        "aggregates": {"n": {"count": "*"}, "p90": {"percentile": {"column": "v", "p": 0.9}}},
-        "spark": {"plan": "auto"},  # a run field: ignored
-    })
+    parsed = panes.pipeline(
+        {
+            "key": "k",
+            "event_time": "t",
+            "window": {"hopping": {"size": "1 minute", "hop": "10s"}},
+            "watermark": {"max_delay": "5s"},
+            "accumulation": "discarding",
+            "trigger": {"after_watermark": {"early": {"count": 10}, "late": {"every": "1 minute"}}},
+            "aggregates": {"n": {"count": "*"}, "p90": {"percentile": {"column": "v", "p": 0.9}}},
+            "spark": {"plan": "auto"},  # a run field: ignored
+        }
+    )
     assert parsed == built
     assert panes.pipeline(built) is built

@@ -30,8 +30,10 @@ def agree(rule, *axes):
     over the whole grid as arrays with ARRAY; assert they agree. Returns {point: scalar answer}."""
     points = list(itertools.product(*axes))
     scalar = [rule(*p, SCALAR) for p in points]
-    columns = [np.array([p[i] for p in points], dtype=object if isinstance(axes[i][0], str) else None)
-               for i in range(len(axes))]
+    columns = [
+        np.array([p[i] for p in points], dtype=object if isinstance(axes[i][0], str) else None)
+        for i in range(len(axes))
+    ]
     array = rule(*columns, ARRAY)
     array = np.broadcast_to(array, (len(points),))
     for p, s, a in zip(points, scalar, array.tolist()):
@@ -107,7 +109,7 @@ def test_watermark_after(punctuation, max_delay):
         return rules.watermark_after(wm, max_event_time, max_delay, punctuation, explicit, ended, ops)
 
     got = agree(rule, [MIN_TIME, 0, 20], [MIN_TIME, 10, 30], [MIN_TIME, 12, 40], BOOLS)
-    for (wm, met, explicit, ended), after in got.items():
+    for (wm, _met, _explicit, ended), after in got.items():
         assert after >= wm  # never back
         if ended:
             assert after == END_OF_INPUT
@@ -136,16 +138,38 @@ def test_validation_order():
     assert set(VALIDATION_ORDER) == set(Reason) - {Reason.LATE, Reason.WINDOW_CLOSED, Reason.WINDOW_PIPELINE_FAILED}
 
 
-@pytest.mark.parametrize("faults", [f for n in range(1, 6) for f in itertools.combinations(
-    ["no_time", "bad_time", "no_key", "not_a_number", "bad_gap"], n) if not {"no_time", "bad_time"} <= set(f)])
+@pytest.mark.parametrize(
+    "faults",
+    [
+        f
+        for n in range(1, 6)
+        for f in itertools.combinations(["no_time", "bad_time", "no_key", "not_a_number", "bad_gap"], n)
+        if not {"no_time", "bad_time"} <= set(f)
+    ],
+)
 def test_core_records_report_the_first_check_they_fail(faults):
-    p = Pipeline(window=Sessions(gap_column="g"), aggregates=(Aggregate("s", Sum("v")),), key=("k",), event_time="t",
-                 watermark=WatermarkStrategy())
+    p = Pipeline(
+        window=Sessions(gap_column="g"),
+        aggregates=(Aggregate("s", Sum("v")),),
+        key=("k",),
+        event_time="t",
+        watermark=WatermarkStrategy(),
+    )
     rec = {"t": 1000, "k": "a", "v": 1, "g": 10}
-    fault_reason = {"no_time": Reason.MISSING_EVENT_TIME, "bad_time": Reason.INVALID_EVENT_TIME,
-                    "no_key": Reason.MISSING_KEY, "not_a_number": Reason.INVALID_VALUE, "bad_gap": Reason.INVALID_VALUE}
-    change = {"no_time": ("t", None), "bad_time": ("t", "noon"), "no_key": ("k", None), "not_a_number": ("v", "x"),
-              "bad_gap": ("g", -1)}
+    fault_reason = {
+        "no_time": Reason.MISSING_EVENT_TIME,
+        "bad_time": Reason.INVALID_EVENT_TIME,
+        "no_key": Reason.MISSING_KEY,
+        "not_a_number": Reason.INVALID_VALUE,
+        "bad_gap": Reason.INVALID_VALUE,
+    }
+    change = {
+        "no_time": ("t", None),
+        "bad_time": ("t", "noon"),
+        "no_key": ("k", None),
+        "not_a_number": ("v", "x"),
+        "bad_gap": ("g", -1),
+    }
     for f in faults:
         rec[change[f][0]] = change[f][1]
     parsed = parse_records(p, [rec], ingestion_time=0)

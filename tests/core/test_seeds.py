@@ -21,8 +21,7 @@ SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 def pane(start, end, *, timing="ON_TIME", index=0, last=True, retraction=False, key=None, **values):
     """A pane as ``panes replay`` prints it. ``key`` is a mapping of key columns."""
     out = dict(key or {})
-    out.update(window_start=start, window_end=end, timing=timing, pane_index=index, is_last=last,
-               retraction=retraction)
+    out.update(window_start=start, window_end=end, timing=timing, pane_index=index, is_last=last, retraction=retraction)
     out.update(values)
     return out
 
@@ -84,12 +83,26 @@ def test_atlas_allowed_lateness_first_window_closes_at_watermark_1207():
 def test_atlas_watermark_table():
     r = replay(SCENARIOS / "atlas_watermark.yaml")
     assert r.panes == [
-        pane(T("12:00:00"), T("12:05:00"), n=7, times=[
-            "2024-01-01T12:00:00Z", "2024-01-01T12:00:00Z", "2024-01-01T12:01:00Z",
-            "2024-01-01T12:01:00Z", "2024-01-01T12:02:00Z", "2024-01-01T12:03:00Z",
-            "2024-01-01T12:04:00Z"]),
-        pane(T("12:05:00"), T("12:10:00"), n=3, times=[
-            "2024-01-01T12:05:00Z", "2024-01-01T12:06:00Z", "2024-01-01T12:06:00Z"]),
+        pane(
+            T("12:00:00"),
+            T("12:05:00"),
+            n=7,
+            times=[
+                "2024-01-01T12:00:00Z",
+                "2024-01-01T12:00:00Z",
+                "2024-01-01T12:01:00Z",
+                "2024-01-01T12:01:00Z",
+                "2024-01-01T12:02:00Z",
+                "2024-01-01T12:03:00Z",
+                "2024-01-01T12:04:00Z",
+            ],
+        ),
+        pane(
+            T("12:05:00"),
+            T("12:10:00"),
+            n=3,
+            times=["2024-01-01T12:05:00Z", "2024-01-01T12:06:00Z", "2024-01-01T12:06:00Z"],
+        ),
     ]
     assert r.dead_letters == []
     steps = emitted_by_step(SCENARIOS / "atlas_watermark.yaml")
@@ -131,8 +144,7 @@ def test_streaming102_heuristic_watermark():
         pane(T("12:06:00"), T("12:08:00"), key=TEAM, score=12),
     ]
     assert r.dead_letters == [
-        late({"team": "TeamX", "score": 9, "t": "2024-01-01T12:01:26Z"}, T("12:06:00"),
-             (T("12:00:00"), T("12:02:00"))),
+        late({"team": "TeamX", "score": 9, "t": "2024-01-01T12:01:26Z"}, T("12:06:00"), (T("12:00:00"), T("12:02:00"))),
     ]
 
 
@@ -229,8 +241,11 @@ def test_keyed_sessions_merge_out_of_order():
         pane(T("12:01:10"), T("12:01:20"), key=A, n=1, total=6, ids=["a70"]),
     ]
     assert r.dead_letters == [
-        late({"user": "a", "id": "a3", "v": 7, "t": "2024-01-01T12:00:03Z"}, T("12:00:40"),
-             (T("12:00:03"), T("12:00:13"))),
+        late(
+            {"user": "a", "id": "a3", "v": 7, "t": "2024-01-01T12:00:03Z"},
+            T("12:00:40"),
+            (T("12:00:03"), T("12:00:13")),
+        ),
     ]
     steps = emitted_by_step(SCENARIOS / "keyed_sessions.yaml")
     assert [len(s) for s in steps] == [0, 0, 0, 0, 3, 0, 3]
@@ -279,5 +294,7 @@ def test_every_scenario_replays_on_the_core(path):
     for p in r.panes:
         assert p["timing"] in ("EARLY", "ON_TIME", "LATE")
     keys = set(r.panes[0]) - {"window_start", "window_end", "timing", "pane_index", "is_last", "retraction"}
-    assert all(set(p) - {"window_start", "window_end", "timing", "pane_index", "is_last", "retraction"} == keys
-               for p in r.panes)
+    assert all(
+        set(p) - {"window_start", "window_end", "timing", "pane_index", "is_last", "retraction"} == keys
+        for p in r.panes
+    )

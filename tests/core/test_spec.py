@@ -12,8 +12,17 @@ from click.testing import CliRunner
 import panes
 from panes import cli
 from panes.core import triggers as T
-from panes.core.aggregates import (Aggregate, Avg, CollectList, Count, CountDistinct, Percentile, Sum,
-                                   TopK, make_aggregate)
+from panes.core.aggregates import (
+    Aggregate,
+    Avg,
+    CollectList,
+    Count,
+    CountDistinct,
+    Percentile,
+    Sum,
+    TopK,
+    make_aggregate,
+)
 from panes.core.pipeline import Pipeline, WatermarkStrategy
 from panes.core.windows import GlobalWindows, Hopping, Sessions, Sliding, Tumbling
 from panes.scenario import load_scenario
@@ -43,64 +52,78 @@ def error_of(doc) -> SpecError:
 
 # -- errors name the field ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("doc, field, words", [
-    # unknown fields
-    (spec(colour="red"), "colour", ["unknown field"]),
-    (spec(watermark={"max_dely": "1s"}), "watermark.max_dely", ["unknown field"]),
-    (spec(window={"tumbling": {"size": "5m", "hop": "1m"}}), "window", ["no option", "hop"]),
-    # bad durations
-    (spec(window={"tumbling": {"size": "five minutes"}}), "window", ["not a duration", "five minutes"]),
-    (spec(allowed_lateness="soon"), "allowed_lateness", ["not a duration", "soon"]),
-    (spec(allowed_lateness=-5), "allowed_lateness", ["negative"]),
-    (spec(watermark={"max_delay": "x"}), "watermark.max_delay", ["not a duration"]),
-    (spec(watermark={"idle_timeout": "2 fortnights"}), "watermark.idle_timeout", ["not a duration"]),
-    # windows
-    (spec(window={"rolling": {"size": "5m"}}), "window", ["unknown window type", "rolling"]),
-    (spec(window="weekly"), "window", ["tumbling"]),
-    (spec(window=None), "window", ["required"]),
-    (spec(window={"tumbling": {"size": "5m", "offset": "5m"}}), "window", ["offset", "smaller than size"]),
-    (spec(window={"tumbling": {"size": "5m", "offset": "7m"}}), "window", ["offset", "smaller than size"]),
-    (spec(window={"tumbling": {}}), "window", ["needs size"]),
-    (spec(window={"tumbling": {"size": 0}}), "window", ["positive"]),
-    (spec(window={"hopping": {"size": "5m"}}), "window", ["needs hop"]),
-    (spec(window={"hopping": {"size": "5m", "hop": "1m", "offset": "1m"}}), "window", ["offset", "hop"]),
-    (spec(window={"session": {"gap": "1m", "gap_column": "g"}}), "window", ["exactly one of gap and gap_column"]),
-    (spec(window={"session": {}}), "window", ["exactly one of gap and gap_column"]),
-    (spec(window={"session": {"gap": 0}}), "window", ["positive"]),
-    (spec(window={"sliding": {}}), "window", ["time_difference"]),
-    (spec(window={"sliding": {"time_difference": 0}}), "window", ["positive"]),
-    # aggregates
-    (spec(aggregates={"n": {"countt": "*"}}), "aggregates", ["n:", "unknown aggregate function", "countt"]),
-    (spec(aggregates={"p95": {"percentile": {"column": "v"}}}), "aggregates", ["p95:", "percentile needs p"]),
-    (spec(aggregates={"p95": {"percentile": "v"}}), "aggregates", ["p95:", "percentile needs"]),
-    (spec(aggregates={"p95": {"percentile": {"column": "v", "p": 95}}}), "aggregates", ["p95:", "[0, 1]"]),
-    (spec(aggregates={"s": {"sum": "*"}}), "aggregates", ["s:", "not '*'"]),
-    (spec(aggregates={"s": {"sum": None}}), "aggregates", ["s:", "needs a column"]),
-    (spec(aggregates={"s": {"sum": {"column": "v", "scale": 2}}}), "aggregates", ["s:", "no options", "scale"]),
-    (spec(aggregates={"c": {"combine": "v"}}), "aggregates", ["c:", "combine needs"]),
-    (spec(aggregates={"c": {"combine": {"column": "v"}}}), "aggregates", ["c:", "combine needs fn"]),
-    (spec(aggregates={"c": {"combine": {"column": "v", "fn": "no_such_mod_xyz:Fn"}}}), "aggregates",
-     ["c:", "cannot import"]),
-    (spec(aggregates={"k": {"top_k": {"column": "v", "k": 0}}}), "aggregates", ["k:", "at least 1"]),
-    (spec(aggregates={}), "aggregates", ["non-empty"]),
-    (spec(aggregates={"n": "count"}), "aggregates", ["n:", "{function: column}"]),
-    (spec(aggregates=None), "aggregates", ["required"]),
-    # triggers
-    (spec(trigger={"after_cnt": 3}), "trigger", ["unknown trigger", "after_cnt"]),
-    (spec(trigger="sometimes"), "trigger", ["a trigger is"]),
-    (spec(trigger={"after_count": 0}), "trigger", ["after_count", "positive integer"]),
-    (spec(trigger={"count": "three"}), "trigger", ["count", "positive integer"]),
-    (spec(trigger={"after_watermark": {"early": {"every": "x"}}}), "trigger",
-     ["trigger.after_watermark.early.every", "not a duration"]),
-    (spec(trigger={"after_watermark": {"soon": {"count": 1}}}), "trigger", ["after_watermark takes only early and late"]),
-    (spec(trigger={"after_any": []}), "trigger", ["after_any", "non-empty list"]),
-    (spec(trigger={"after_all": [{"after_count": 2}, {"bogus": 1}]}), "trigger", ["trigger.after_all[1]", "bogus"]),
-    (spec(trigger={"or_finally": {"trigger": {"count": 1}}}), "trigger", ["or_finally"]),
-    (spec(trigger={"every": 0}), "trigger", ["every", "positive"]),
-    # other fields
-    (spec(accumulation="summing"), "accumulation", ["discarding", "accumulating", "retracting"]),
-    (spec(only_updated_panes="often"), "only_updated_panes", []),
-])
+
+@pytest.mark.parametrize(
+    "doc, field, words",
+    [
+        # unknown fields
+        (spec(colour="red"), "colour", ["unknown field"]),
+        (spec(watermark={"max_dely": "1s"}), "watermark.max_dely", ["unknown field"]),
+        (spec(window={"tumbling": {"size": "5m", "hop": "1m"}}), "window", ["no option", "hop"]),
+        # bad durations
+        (spec(window={"tumbling": {"size": "five minutes"}}), "window", ["not a duration", "five minutes"]),
+        (spec(allowed_lateness="soon"), "allowed_lateness", ["not a duration", "soon"]),
+        (spec(allowed_lateness=-5), "allowed_lateness", ["negative"]),
+        (spec(watermark={"max_delay": "x"}), "watermark.max_delay", ["not a duration"]),
+        (spec(watermark={"idle_timeout": "2 fortnights"}), "watermark.idle_timeout", ["not a duration"]),
+        # windows
+        (spec(window={"rolling": {"size": "5m"}}), "window", ["unknown window type", "rolling"]),
+        (spec(window="weekly"), "window", ["tumbling"]),
+        (spec(window=None), "window", ["required"]),
+        (spec(window={"tumbling": {"size": "5m", "offset": "5m"}}), "window", ["offset", "smaller than size"]),
+        (spec(window={"tumbling": {"size": "5m", "offset": "7m"}}), "window", ["offset", "smaller than size"]),
+        (spec(window={"tumbling": {}}), "window", ["needs size"]),
+        (spec(window={"tumbling": {"size": 0}}), "window", ["positive"]),
+        (spec(window={"hopping": {"size": "5m"}}), "window", ["needs hop"]),
+        (spec(window={"hopping": {"size": "5m", "hop": "1m", "offset": "1m"}}), "window", ["offset", "hop"]),
+        (spec(window={"session": {"gap": "1m", "gap_column": "g"}}), "window", ["exactly one of gap and gap_column"]),
+        (spec(window={"session": {}}), "window", ["exactly one of gap and gap_column"]),
+        (spec(window={"session": {"gap": 0}}), "window", ["positive"]),
+        (spec(window={"sliding": {}}), "window", ["time_difference"]),
+        (spec(window={"sliding": {"time_difference": 0}}), "window", ["positive"]),
+        # aggregates
+        (spec(aggregates={"n": {"countt": "*"}}), "aggregates", ["n:", "unknown aggregate function", "countt"]),
+        (spec(aggregates={"p95": {"percentile": {"column": "v"}}}), "aggregates", ["p95:", "percentile needs p"]),
+        (spec(aggregates={"p95": {"percentile": "v"}}), "aggregates", ["p95:", "percentile needs"]),
+        (spec(aggregates={"p95": {"percentile": {"column": "v", "p": 95}}}), "aggregates", ["p95:", "[0, 1]"]),
+        (spec(aggregates={"s": {"sum": "*"}}), "aggregates", ["s:", "not '*'"]),
+        (spec(aggregates={"s": {"sum": None}}), "aggregates", ["s:", "needs a column"]),
+        (spec(aggregates={"s": {"sum": {"column": "v", "scale": 2}}}), "aggregates", ["s:", "no options", "scale"]),
+        (spec(aggregates={"c": {"combine": "v"}}), "aggregates", ["c:", "combine needs"]),
+        (spec(aggregates={"c": {"combine": {"column": "v"}}}), "aggregates", ["c:", "combine needs fn"]),
+        (
+            spec(aggregates={"c": {"combine": {"column": "v", "fn": "no_such_mod_xyz:Fn"}}}),
+            "aggregates",
+            ["c:", "cannot import"],
+        ),
+        (spec(aggregates={"k": {"top_k": {"column": "v", "k": 0}}}), "aggregates", ["k:", "at least 1"]),
+        (spec(aggregates={}), "aggregates", ["non-empty"]),
+        (spec(aggregates={"n": "count"}), "aggregates", ["n:", "{function: column}"]),
+        (spec(aggregates=None), "aggregates", ["required"]),
+        # triggers
+        (spec(trigger={"after_cnt": 3}), "trigger", ["unknown trigger", "after_cnt"]),
+        (spec(trigger="sometimes"), "trigger", ["a trigger is"]),
+        (spec(trigger={"after_count": 0}), "trigger", ["after_count", "positive integer"]),
+        (spec(trigger={"count": "three"}), "trigger", ["count", "positive integer"]),
+        (
+            spec(trigger={"after_watermark": {"early": {"every": "x"}}}),
+            "trigger",
+            ["trigger.after_watermark.early.every", "not a duration"],
+        ),
+        (
+            spec(trigger={"after_watermark": {"soon": {"count": 1}}}),
+            "trigger",
+            ["after_watermark takes only early and late"],
+        ),
+        (spec(trigger={"after_any": []}), "trigger", ["after_any", "non-empty list"]),
+        (spec(trigger={"after_all": [{"after_count": 2}, {"bogus": 1}]}), "trigger", ["trigger.after_all[1]", "bogus"]),
+        (spec(trigger={"or_finally": {"trigger": {"count": 1}}}), "trigger", ["or_finally"]),
+        (spec(trigger={"every": 0}), "trigger", ["every", "positive"]),
+        # other fields
+        (spec(accumulation="summing"), "accumulation", ["discarding", "accumulating", "retracting"]),
+        (spec(only_updated_panes="often"), "only_updated_panes", []),
+    ],
+)
 def test_spec_errors_name_the_field(doc, field, words):
     e = error_of(doc)
     assert e.field == field, str(e)
@@ -116,26 +139,32 @@ def test_spec_key_clash_and_session_gap_column_rules():
     assert "gap_column" in str(e)
 
 
-@pytest.mark.parametrize("doc, field", [
-    (spec(aggregates={"window_start": {"count": "*"}}), "aggregates"),
-    (spec(aggregates={"n": {"count": "*"}, "is_last": {"max": "v"}}), "aggregates"),
-    (spec(key="timing"), "key"),
-])
+@pytest.mark.parametrize(
+    "doc, field",
+    [
+        (spec(aggregates={"window_start": {"count": "*"}}), "aggregates"),
+        (spec(aggregates={"n": {"count": "*"}, "is_last": {"max": "v"}}), "aggregates"),
+        (spec(key="timing"), "key"),
+    ],
+)
 def test_reserved_output_names_name_the_field(doc, field):
     e = error_of(doc)
     assert "reserved" in e.reason
     assert e.field.split(".")[0] == field, f"field {e.field!r}: {e}"
 
 
-@pytest.mark.parametrize("doc, name", [
-    (spec(aggregates={"window_start": {"count": "*"}}), "window_start"),
-    (spec(aggregates={"window_end": {"max": "t"}}), "window_end"),
-    (spec(aggregates={"timing": {"count": "*"}}), "timing"),
-    (spec(aggregates={"pane_index": {"count": "*"}}), "pane_index"),
-    (spec(aggregates={"is_last": {"count": "*"}}), "is_last"),
-    (spec(aggregates={"retraction": {"count": "*"}}), "retraction"),
-    (spec(key="timing"), "timing"),
-])
+@pytest.mark.parametrize(
+    "doc, name",
+    [
+        (spec(aggregates={"window_start": {"count": "*"}}), "window_start"),
+        (spec(aggregates={"window_end": {"max": "t"}}), "window_end"),
+        (spec(aggregates={"timing": {"count": "*"}}), "timing"),
+        (spec(aggregates={"pane_index": {"count": "*"}}), "pane_index"),
+        (spec(aggregates={"is_last": {"count": "*"}}), "is_last"),
+        (spec(aggregates={"retraction": {"count": "*"}}), "retraction"),
+        (spec(key="timing"), "timing"),
+    ],
+)
 def test_reserved_output_names_are_rejected(doc, name):
     e = error_of(doc)
     assert "reserved" in str(e) and name in str(e)
@@ -188,13 +217,15 @@ def test_scenario_errors():
 
 # -- valid specs become Pipeline objects ----------------------------------------------------------
 
+
 def test_minimal_spec_to_pipeline():
     p = parse_pipeline_spec(BASE).to_pipeline()
     assert p == Pipeline(window=Tumbling(5 * MIN), aggregates=(Aggregate("n", Count("*")),), event_time="t")
     # the defaults
     assert p.key == ()
-    assert p.watermark == WatermarkStrategy(max_delay=0, punctuation=False, punctuation_column="watermark",
-                                            idle_timeout=None)
+    assert p.watermark == WatermarkStrategy(
+        max_delay=0, punctuation=False, punctuation_column="watermark", idle_timeout=None
+    )
     assert p.allowed_lateness == 0
     assert p.trigger == T.Never()
     assert p.accumulation == "accumulating"
@@ -247,42 +278,54 @@ def test_full_spec_to_pipeline():
     assert panes.pipeline({**doc, "source": {"format": "json", "path": "x"}, "mode": "batch"}) == p
 
 
-@pytest.mark.parametrize("window, fn", [
-    ({"tumbling": {"size": "1 hour"}}, Tumbling(3_600_000)),
-    ({"tumbling": {"size": 1000, "offset": 250}}, Tumbling(1000, 250)),
-    ({"hopping": {"size": "20 seconds", "hop": "5 seconds"}}, Hopping(20_000, 5000)),
-    ({"hopping": {"size": "3s", "hop": "5s"}}, Hopping(3000, 5000)),
-    ({"session": {"gap": "10 seconds"}}, Sessions(gap=10_000)),
-    ({"session": {"gap_column": "g"}}, Sessions(gap_column="g")),
-    ({"sliding": {"time_difference": "10ms"}}, Sliding(10)),
-    ("global", GlobalWindows()),
-    ({"global": None}, GlobalWindows()),
-])
+@pytest.mark.parametrize(
+    "window, fn",
+    [
+        ({"tumbling": {"size": "1 hour"}}, Tumbling(3_600_000)),
+        ({"tumbling": {"size": 1000, "offset": 250}}, Tumbling(1000, 250)),
+        ({"hopping": {"size": "20 seconds", "hop": "5 seconds"}}, Hopping(20_000, 5000)),
+        ({"hopping": {"size": "3s", "hop": "5s"}}, Hopping(3000, 5000)),
+        ({"session": {"gap": "10 seconds"}}, Sessions(gap=10_000)),
+        ({"session": {"gap_column": "g"}}, Sessions(gap_column="g")),
+        ({"sliding": {"time_difference": "10ms"}}, Sliding(10)),
+        ("global", GlobalWindows()),
+        ({"global": None}, GlobalWindows()),
+    ],
+)
 def test_windows_parse_and_describe_round_trip(window, fn):
     assert parse_window(window) == fn
     assert parse_window(fn.describe()) == fn
 
 
-@pytest.mark.parametrize("trigger, tree", [
-    (None, T.Never()),
-    ("default", T.Never()),
-    ("at_close", T.Never()),
-    ("after_watermark", T.AfterWatermark()),
-    ("beam_default", T.Repeatedly(T.AfterWatermark())),
-    ({"after_count": 3}, T.AfterCount(3)),
-    ({"count": 3}, T.Repeatedly(T.AfterCount(3))),
-    ({"every": "1 minute"}, T.Repeatedly(T.AfterProcessingTime(0, MIN))),
-    ({"after_processing_time": "30s"}, T.AfterProcessingTime(30_000)),
-    ({"after_watermark": {"early": {"count": 2}}}, T.AfterWatermark(early=T.AfterCount(2))),
-    ({"after_watermark": {"late": {"after_count": 2}}}, T.AfterWatermark(late=T.AfterCount(2))),
-    ({"after_any": [{"after_count": 2}, {"after_processing_time": 1500}]},
-     T.AfterAny((T.AfterCount(2), T.AfterProcessingTime(1500)))),
-    ({"after_all": [{"after_count": 2}, "after_watermark"]}, T.AfterAll((T.AfterCount(2), T.AfterWatermark()))),
-    ({"after_each": [{"after_count": 2}, {"repeatedly": {"after_count": 1}}]},
-     T.AfterEach((T.AfterCount(2), T.Repeatedly(T.AfterCount(1))))),
-    ({"or_finally": {"trigger": {"count": 1}, "finally": {"after_count": 4}}},
-     T.OrFinally(T.Repeatedly(T.AfterCount(1)), T.AfterCount(4))),
-])
+@pytest.mark.parametrize(
+    "trigger, tree",
+    [
+        (None, T.Never()),
+        ("default", T.Never()),
+        ("at_close", T.Never()),
+        ("after_watermark", T.AfterWatermark()),
+        ("beam_default", T.Repeatedly(T.AfterWatermark())),
+        ({"after_count": 3}, T.AfterCount(3)),
+        ({"count": 3}, T.Repeatedly(T.AfterCount(3))),
+        ({"every": "1 minute"}, T.Repeatedly(T.AfterProcessingTime(0, MIN))),
+        ({"after_processing_time": "30s"}, T.AfterProcessingTime(30_000)),
+        ({"after_watermark": {"early": {"count": 2}}}, T.AfterWatermark(early=T.AfterCount(2))),
+        ({"after_watermark": {"late": {"after_count": 2}}}, T.AfterWatermark(late=T.AfterCount(2))),
+        (
+            {"after_any": [{"after_count": 2}, {"after_processing_time": 1500}]},
+            T.AfterAny((T.AfterCount(2), T.AfterProcessingTime(1500))),
+        ),
+        ({"after_all": [{"after_count": 2}, "after_watermark"]}, T.AfterAll((T.AfterCount(2), T.AfterWatermark()))),
+        (
+            {"after_each": [{"after_count": 2}, {"repeatedly": {"after_count": 1}}]},
+            T.AfterEach((T.AfterCount(2), T.Repeatedly(T.AfterCount(1)))),
+        ),
+        (
+            {"or_finally": {"trigger": {"count": 1}, "finally": {"after_count": 4}}},
+            T.OrFinally(T.Repeatedly(T.AfterCount(1)), T.AfterCount(4)),
+        ),
+    ],
+)
 def test_triggers_parse_and_describe_round_trip(trigger, tree):
     assert parse_trigger(trigger) == tree
     if trigger == {"every": "1 minute"}:
@@ -299,20 +342,23 @@ def test_every_as_early_firing_round_trips():
     assert parse_trigger(tree.describe()) == tree
 
 
-@pytest.mark.parametrize("output, fn, arg", [
-    ("n", "count", "*"),
-    ("c", "count", "v"),
-    ("s", "sum", "v"),
-    ("m", "median", "v"),
-    ("p", "percentile", {"column": "v", "p": 0.9}),
-    ("k", "top_k", {"column": "v", "k": 5}),
-    ("d", "count_distinct", "v"),
-    ("f", "first", "v"),
-    ("l", "last", "v"),
-])
+@pytest.mark.parametrize(
+    "output, fn, arg",
+    [
+        ("n", "count", "*"),
+        ("c", "count", "v"),
+        ("s", "sum", "v"),
+        ("m", "median", "v"),
+        ("p", "percentile", {"column": "v", "p": 0.9}),
+        ("k", "top_k", {"column": "v", "k": 5}),
+        ("d", "count_distinct", "v"),
+        ("f", "first", "v"),
+        ("l", "last", "v"),
+    ],
+)
 def test_aggregates_describe_round_trip(output, fn, arg):
     agg = make_aggregate(output, fn, arg)
-    (fn2, arg2), = agg.fn.describe().items()
+    ((fn2, arg2),) = agg.fn.describe().items()
     assert make_aggregate(output, fn2, arg2) == agg
 
 
@@ -324,6 +370,7 @@ def test_every_scenario_is_valid(path):
 
 
 # -- the CLI ----------------------------------------------------------------------------------------
+
 
 def _write(tmp_path: Path, doc: dict, name: str = "spec.yaml") -> str:
     p = tmp_path / name
@@ -338,17 +385,22 @@ def _stderr(result) -> str:
         return result.output
 
 
-@pytest.mark.parametrize("doc, field", [
-    (spec(source={"format": "json", "path": "data"}, window={"tumbling": {"size": "5 minutes", "offset": "9m"}}),
-     "window"),
-    (spec(source={"format": "json", "path": "data"}, allowed_lateness="soon"), "allowed_lateness"),
-    (spec(source={"format": "json", "path": "data"}, colour="red"), "colour"),
-    (spec(source={"format": "json", "path": "data"}, aggregates={"p": {"percentile": "v"}}), "aggregates"),
-    (spec(source={"format": "json", "path": "data"}, trigger={"after_cnt": 1}), "trigger"),
-    (spec(), "source"),
-    ({"pipeline": BASE, "timeline": [{"add": []}], "expect": []}, "expect"),
-    ({"pipeline": spec(window={"rolling": {}}), "timeline": [{"end": True}]}, "window"),
-])
+@pytest.mark.parametrize(
+    "doc, field",
+    [
+        (
+            spec(source={"format": "json", "path": "data"}, window={"tumbling": {"size": "5 minutes", "offset": "9m"}}),
+            "window",
+        ),
+        (spec(source={"format": "json", "path": "data"}, allowed_lateness="soon"), "allowed_lateness"),
+        (spec(source={"format": "json", "path": "data"}, colour="red"), "colour"),
+        (spec(source={"format": "json", "path": "data"}, aggregates={"p": {"percentile": "v"}}), "aggregates"),
+        (spec(source={"format": "json", "path": "data"}, trigger={"after_cnt": 1}), "trigger"),
+        (spec(), "source"),
+        ({"pipeline": BASE, "timeline": [{"add": []}], "expect": []}, "expect"),
+        ({"pipeline": spec(window={"rolling": {}}), "timeline": [{"end": True}]}, "window"),
+    ],
+)
 def test_cli_validate_bad_spec_exits_2_and_names_the_field(tmp_path, doc, field):
     result = CliRunner().invoke(cli.main, ["validate", _write(tmp_path, doc)])
     assert result.exit_code == 2, result.output
@@ -389,8 +441,9 @@ def test_cli_replay_prints_panes_and_writes_dead_letters(tmp_path):
     import json
 
     out = tmp_path / "dead.jsonl"
-    result = CliRunner().invoke(cli.main, ["replay", str(SCENARIOS / "streaming102_heuristic.yaml"),
-                                           "--dead-letter", str(out)])
+    result = CliRunner().invoke(
+        cli.main, ["replay", str(SCENARIOS / "streaming102_heuristic.yaml"), "--dead-letter", str(out)]
+    )
     assert result.exit_code == 0, _stderr(result)
     panes_ = [json.loads(line) for line in result.stdout.splitlines()]
     assert [p["score"] for p in panes_] == [5, 22, 3, 12]

@@ -26,9 +26,14 @@ def errors_of(parse, doc) -> SpecError:
 
 
 def test_every_field_error_is_reported():
-    doc = {**BASE, "colour": "red", "window": {"tumbling": {"size": "x"}}, "allowed_lateness": "soon",
-           "trigger": {"after_cnt": 1},
-           "aggregates": {"a": {"sum": "*"}, "b": {"countt": "v"}, "c": {"count": "*"}, "d": "max"}}
+    doc = {
+        **BASE,
+        "colour": "red",
+        "window": {"tumbling": {"size": "x"}},
+        "allowed_lateness": "soon",
+        "trigger": {"after_cnt": 1},
+        "aggregates": {"a": {"sum": "*"}, "b": {"countt": "v"}, "c": {"count": "*"}, "d": "max"},
+    }
     e = errors_of(parse_pipeline_spec, doc)
     assert [(f.field, f.reason.split(":")[0]) for f in e.errors] == [
         ("window", "not a duration"),
@@ -58,15 +63,17 @@ def test_every_check_across_fields_is_reported():
 
 
 def test_run_spec_reports_its_own_fields_and_the_pipeline_fields():
-    doc = {**BASE, "source": {"format": "json"}, "sink": {"format": "csv"}, "mode": "sometimes",
-           "allowed_lateness": -1}
+    doc = {**BASE, "source": {"format": "json"}, "sink": {"format": "csv"}, "mode": "sometimes", "allowed_lateness": -1}
     e = errors_of(parse_run_spec, doc)
     assert [f.field for f in e.errors] == ["allowed_lateness", "mode", "source", "sink"]
 
 
 def test_scenario_reports_pipeline_and_step_errors_together():
-    doc = {"pipeline": {**BASE, "colour": 1}, "timeline": [{"add": [{"t": 1}]}, {"wait": 5}, {"watermark": "noon"}],
-           "expect": []}
+    doc = {
+        "pipeline": {**BASE, "colour": 1},
+        "timeline": [{"add": [{"t": 1}]}, {"wait": 5}, {"watermark": "noon"}],
+        "expect": [],
+    }
     e = errors_of(load_scenario, doc)
     assert [f.field for f in e.errors] == ["expect", "colour", "timeline[1]", "timeline[2]"]
     assert "noon" in e.errors[3].reason
@@ -86,8 +93,13 @@ def _stderr(result) -> str:
 
 
 def test_cli_validate_prints_every_error_one_line_each(tmp_path):
-    doc = {**BASE, "source": SOURCE, "window": {"tumbling": {"size": "5m", "offset": "9m"}},
-           "aggregates": {"p": {"percentile": "v"}, "q": {"sum": None}}, "colour": "red"}
+    doc = {
+        **BASE,
+        "source": SOURCE,
+        "window": {"tumbling": {"size": "5m", "offset": "9m"}},
+        "aggregates": {"p": {"percentile": "v"}, "q": {"sum": None}},
+        "colour": "red",
+    }
     result = CliRunner().invoke(cli.main, ["validate", _write(tmp_path, doc)])
     assert result.exit_code == 2
     assert _stderr(result).splitlines() == [
@@ -98,10 +110,15 @@ def test_cli_validate_prints_every_error_one_line_each(tmp_path):
     ]
 
 
-NATIVE_SLIDING = {**BASE, "source": SOURCE, "window": {"sliding": {"time_difference": "1 minute"}},
-                  "spark": {"plan": "native"}}
-NATIVE_MESSAGE = ("error: spark.plan: 'native' cannot run this pipeline: sliding windows need the engine "
-                  "(use auto or stateful)")
+NATIVE_SLIDING = {
+    **BASE,
+    "source": SOURCE,
+    "window": {"sliding": {"time_difference": "1 minute"}},
+    "spark": {"plan": "native"},
+}
+NATIVE_MESSAGE = (
+    "error: spark.plan: 'native' cannot run this pipeline: sliding windows need the engine (use auto or stateful)"
+)
 
 
 def test_cli_validate_refuses_a_native_plan_that_cannot_run_the_stream(tmp_path):

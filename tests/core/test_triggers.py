@@ -21,7 +21,12 @@ def test_nodes_are_numbered_depth_first_with_absent_children_skipped():
     tree = T.OrFinally(T.Repeatedly(T.AfterWatermark(late=T.AfterCount(2))), T.AfterProcessingTime(50))
     m = TriggerMachine(tree)
     assert [type(n.trigger).__name__ for n in m.nodes] == [
-        "OrFinally", "Repeatedly", "AfterWatermark", "AfterCount", "AfterProcessingTime"]
+        "OrFinally",
+        "Repeatedly",
+        "AfterWatermark",
+        "AfterCount",
+        "AfterProcessingTime",
+    ]
     assert [n.slot for n in m.nodes] == [0, 1, 2, 3, 4]
     watermark = m.nodes[2]
     assert watermark.children == (None, m.nodes[3]) and watermark.kids == (m.nodes[3],)
@@ -185,5 +190,15 @@ def test_registry_names_and_shorthands():
     assert T.parse_trigger({"count": 2}, once=True) == T.AfterCount(2)
     assert T.parse_trigger({"every": 60}) == T.Repeatedly(T.AfterProcessingTime(0, 60))
     assert T.parse_trigger("beam_default") is T.BEAM_DEFAULT
-    assert {"after_watermark", "after_count", "after_processing_time", "repeatedly", "after_any", "after_all",
-            "after_each", "or_finally", "every", "count"} <= set(T.TRIGGERS)
+    assert {
+        "after_watermark",
+        "after_count",
+        "after_processing_time",
+        "repeatedly",
+        "after_any",
+        "after_all",
+        "after_each",
+        "or_finally",
+        "every",
+        "count",
+    } <= set(T.TRIGGERS)

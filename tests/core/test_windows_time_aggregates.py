@@ -20,50 +20,56 @@ NOON = 1_704_110_400_000  # 2024-01-01T12:00:00Z
 # durations
 
 
-@pytest.mark.parametrize("text, ms", [
-    ("2 minutes", 2 * MIN),
-    ("1 minute", MIN),
-    ("30 seconds", 30 * SEC),
-    ("30s", 30 * SEC),
-    ("30 sec", 30 * SEC),
-    ("1500ms", 1500),
-    ("1500 milliseconds", 1500),
-    ("1h30m", HOUR + 30 * MIN),
-    ("1 hour 30 minutes", HOUR + 30 * MIN),
-    ("1h 30m 15s", HOUR + 30 * MIN + 15 * SEC),
-    ("2 MINUTES", 2 * MIN),
-    ("  5 m  ", 5 * MIN),
-    ("interval 2 minutes", 2 * MIN),
-    ("1.5s", 1500),
-    ("1d", 24 * HOUR),
-    ("2 days", 48 * HOUR),
-    ("1w", 7 * 24 * HOUR),
-    ("1500", 1500),
-    ("0", 0),
-    (1500, 1500),
-    (0, 0),
-    (1500.0, 1500),
-    (dt.timedelta(minutes=2, milliseconds=5), 2 * MIN + 5),
-])
+@pytest.mark.parametrize(
+    "text, ms",
+    [
+        ("2 minutes", 2 * MIN),
+        ("1 minute", MIN),
+        ("30 seconds", 30 * SEC),
+        ("30s", 30 * SEC),
+        ("30 sec", 30 * SEC),
+        ("1500ms", 1500),
+        ("1500 milliseconds", 1500),
+        ("1h30m", HOUR + 30 * MIN),
+        ("1 hour 30 minutes", HOUR + 30 * MIN),
+        ("1h 30m 15s", HOUR + 30 * MIN + 15 * SEC),
+        ("2 MINUTES", 2 * MIN),
+        ("  5 m  ", 5 * MIN),
+        ("interval 2 minutes", 2 * MIN),
+        ("1.5s", 1500),
+        ("1d", 24 * HOUR),
+        ("2 days", 48 * HOUR),
+        ("1w", 7 * 24 * HOUR),
+        ("1500", 1500),
+        ("0", 0),
+        (1500, 1500),
+        (0, 0),
+        (1500.0, 1500),
+        (dt.timedelta(minutes=2, milliseconds=5), 2 * MIN + 5),
+    ],
+)
 def test_parse_duration(text, ms):
     assert parse_duration(text) == ms
 
 
-@pytest.mark.parametrize("bad, reason", [
-    ("", "not a duration"),
-    ("abc", "not a duration"),
-    ("2 fortnights", "not a duration"),
-    ("m", "not a duration"),
-    ("1h 30", "not a duration"),
-    ("-5s", "not a duration"),
-    ("1.5ms", "whole number of milliseconds"),
-    (-1, "negative"),
-    (True, "not a duration"),
-    (False, "not a duration"),
-    (1.5, "not a duration"),
-    (None, "not a duration"),
-    ([1], "not a duration"),
-])
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        ("", "not a duration"),
+        ("abc", "not a duration"),
+        ("2 fortnights", "not a duration"),
+        ("m", "not a duration"),
+        ("1h 30", "not a duration"),
+        ("-5s", "not a duration"),
+        ("1.5ms", "whole number of milliseconds"),
+        (-1, "negative"),
+        (True, "not a duration"),
+        (False, "not a duration"),
+        (1.5, "not a duration"),
+        (None, "not a duration"),
+        ([1], "not a duration"),
+    ],
+)
 def test_parse_duration_errors(bad, reason):
     with pytest.raises(ValueError, match=reason):
         parse_duration(bad)
@@ -73,28 +79,31 @@ def test_parse_duration_errors(bad, reason):
 # instants
 
 
-@pytest.mark.parametrize("value, ms", [
-    ("2024-01-01T12:00:00Z", NOON),
-    ("2024-01-01T12:00:00z", NOON),
-    ("2024-01-01T12:00:00+00:00", NOON),
-    ("2024-01-01T14:00:00+02:00", NOON),
-    ("2024-01-01T07:00:00-05:00", NOON),
-    ("2024-01-01T12:00:00", NOON),  # no offset: UTC
-    ("2024-01-01 12:00:00", NOON),
-    ("2024-01-01T12:00:00.123Z", NOON + 123),
-    ("2024-01-01T12:00:00.123999Z", NOON + 123),  # truncated to milliseconds
-    ("2024-01-01", NOON - 12 * HOUR),
-    ("1970-01-01T00:00:00Z", 0),
-    ("1969-12-31T23:59:59.999Z", -1),
-    (str(NOON), NOON),
-    ("-5", -5),
-    (NOON, NOON),
-    (-1, -1),
-    (float(NOON), NOON),
-    (dt.datetime(2024, 1, 1, 12), NOON),  # naive: UTC
-    (dt.datetime(2024, 1, 1, 13, tzinfo=dt.timezone(dt.timedelta(hours=1))), NOON),
-    (dt.datetime(1969, 12, 31, 23, 59, 59, 999_500, tzinfo=dt.timezone.utc), -1),  # floor
-])
+@pytest.mark.parametrize(
+    "value, ms",
+    [
+        ("2024-01-01T12:00:00Z", NOON),
+        ("2024-01-01T12:00:00z", NOON),
+        ("2024-01-01T12:00:00+00:00", NOON),
+        ("2024-01-01T14:00:00+02:00", NOON),
+        ("2024-01-01T07:00:00-05:00", NOON),
+        ("2024-01-01T12:00:00", NOON),  # no offset: UTC
+        ("2024-01-01 12:00:00", NOON),
+        ("2024-01-01T12:00:00.123Z", NOON + 123),
+        ("2024-01-01T12:00:00.123999Z", NOON + 123),  # truncated to milliseconds
+        ("2024-01-01", NOON - 12 * HOUR),
+        ("1970-01-01T00:00:00Z", 0),
+        ("1969-12-31T23:59:59.999Z", -1),
+        (str(NOON), NOON),
+        ("-5", -5),
+        (NOON, NOON),
+        (-1, -1),
+        (float(NOON), NOON),
+        (dt.datetime(2024, 1, 1, 12), NOON),  # naive: UTC
+        (dt.datetime(2024, 1, 1, 13, tzinfo=dt.timezone(dt.timedelta(hours=1))), NOON),
+        (dt.datetime(1969, 12, 31, 23, 59, 59, 999_500, tzinfo=dt.UTC), -1),  # floor
+    ],
+)
 def test_parse_instant(value, ms):
     assert parse_instant(value) == ms
 
@@ -105,23 +114,27 @@ def test_parse_instant_pandas_timestamp():
     assert parse_instant(pd.Timestamp("2024-01-01T12:00:00.250Z")) == NOON + 250
 
 
-@pytest.mark.parametrize("bad", [None, True, float("nan"), float("inf"), "yesterday", "2024-13-01T00:00:00Z",
-                                 "12:00", [NOON], {"t": NOON}])
+@pytest.mark.parametrize(
+    "bad", [None, True, float("nan"), float("inf"), "yesterday", "2024-13-01T00:00:00Z", "12:00", [NOON], {"t": NOON}]
+)
 def test_parse_instant_errors(bad):
     with pytest.raises(ValueError, match="timestamp"):
         parse_instant(bad)
 
 
-@pytest.mark.parametrize("ms, text", [
-    (0, "1970-01-01T00:00:00.000Z"),
-    (-1, "1969-12-31T23:59:59.999Z"),
-    (NOON, "2024-01-01T12:00:00.000Z"),
-    (NOON + 7, "2024-01-01T12:00:00.007Z"),
-    (NOON + 123, "2024-01-01T12:00:00.123Z"),
-    (None, None),
-    (MIN_TIME, None),
-    (MAX_TIME, None),
-])
+@pytest.mark.parametrize(
+    "ms, text",
+    [
+        (0, "1970-01-01T00:00:00.000Z"),
+        (-1, "1969-12-31T23:59:59.999Z"),
+        (NOON, "2024-01-01T12:00:00.000Z"),
+        (NOON + 7, "2024-01-01T12:00:00.007Z"),
+        (NOON + 123, "2024-01-01T12:00:00.123Z"),
+        (None, None),
+        (MIN_TIME, None),
+        (MAX_TIME, None),
+    ],
+)
 def test_format_instant(ms, text):
     assert format_instant(ms) == text
 
@@ -146,31 +159,49 @@ def windows_of(fn, ts: list[int]) -> list[list[tuple[int, int]]]:
 
 def test_tumbling_aligned_to_epoch():
     assert windows_of(Tumbling(10), [0, 1, 9, 10, 19, 20]) == [
-        [(0, 10)], [(0, 10)], [(0, 10)], [(10, 20)], [(10, 20)], [(20, 30)]]
+        [(0, 10)],
+        [(0, 10)],
+        [(0, 10)],
+        [(10, 20)],
+        [(10, 20)],
+        [(20, 30)],
+    ]
 
 
 def test_tumbling_boundaries_are_start_inclusive_end_exclusive():
     size = 5 * MIN
     got = windows_of(Tumbling(size), [NOON - 1, NOON, NOON + size - 1, NOON + size])
-    assert got == [[(NOON - size, NOON)], [(NOON, NOON + size)], [(NOON, NOON + size)],
-                   [(NOON + size, NOON + 2 * size)]]
+    assert got == [
+        [(NOON - size, NOON)],
+        [(NOON, NOON + size)],
+        [(NOON, NOON + size)],
+        [(NOON + size, NOON + 2 * size)],
+    ]
 
 
 def test_tumbling_negative_times():
-    assert windows_of(Tumbling(10), [-1, -10, -11, -20]) == [
-        [(-10, 0)], [(-10, 0)], [(-20, -10)], [(-20, -10)]]
+    assert windows_of(Tumbling(10), [-1, -10, -11, -20]) == [[(-10, 0)], [(-10, 0)], [(-20, -10)], [(-20, -10)]]
 
 
 def test_tumbling_with_offset():
     fn = Tumbling(10, 3)
     assert windows_of(fn, [2, 3, 12, 13, -1, -7, -8]) == [
-        [(-7, 3)], [(3, 13)], [(3, 13)], [(13, 23)], [(-7, 3)], [(-7, 3)], [(-17, -7)]]
+        [(-7, 3)],
+        [(3, 13)],
+        [(3, 13)],
+        [(13, 23)],
+        [(-7, 3)],
+        [(-7, 3)],
+        [(-17, -7)],
+    ]
 
 
 def test_tumbling_hour_with_offset_15_minutes():
     fn = Tumbling(HOUR, 15 * MIN)
     assert windows_of(fn, [NOON, NOON + 15 * MIN]) == [
-        [(NOON - 45 * MIN, NOON + 15 * MIN)], [(NOON + 15 * MIN, NOON + 75 * MIN)]]
+        [(NOON - 45 * MIN, NOON + 15 * MIN)],
+        [(NOON + 15 * MIN, NOON + 75 * MIN)],
+    ]
 
 
 def test_tumbling_rejects_non_positive_size():
@@ -192,9 +223,9 @@ def test_hopping_overlap_every_instant_in_size_over_hop_windows():
 def test_hopping_size_not_a_multiple_of_hop():
     fn = Hopping(7, 5)
     assert windows_of(fn, [4, 6, 7, 10]) == [
-        [(0, 7)],            # (-5, 2) does not reach 4
+        [(0, 7)],  # (-5, 2) does not reach 4
         [(0, 7), (5, 12)],
-        [(5, 12)],           # 7 is the end of (0, 7): excluded
+        [(5, 12)],  # 7 is the end of (0, 7): excluded
         [(5, 12), (10, 17)],
     ]
 
@@ -320,14 +351,17 @@ def test_median():
     assert run(A.Median("v"), []) is None
 
 
-@pytest.mark.parametrize("p, want", [
-    (0.0, 10.0),
-    (0.25, 17.5),   # rank 0.75 between 10 and 20
-    (0.5, 25.0),
-    (0.9, 37.0),    # rank 2.7 between 30 and 40
-    (1.0, 40.0),
-    (1 / 3, 20.0),  # rank 1 exactly
-])
+@pytest.mark.parametrize(
+    "p, want",
+    [
+        (0.0, 10.0),
+        (0.25, 17.5),  # rank 0.75 between 10 and 20
+        (0.5, 25.0),
+        (0.9, 37.0),  # rank 2.7 between 30 and 40
+        (1.0, 40.0),
+        (1 / 3, 20.0),  # rank 1 exactly
+    ],
+)
 def test_percentile_linear_interpolation_between_closest_ranks(p, want):
     assert run(A.Percentile("v", p), [40, 10, 30, 20]) == pytest.approx(want)
 
@@ -344,7 +378,7 @@ def test_first_last_by_event_time_ties_by_arrival():
     ts = [5, 5, 9, 9]
     seq = [0, 1, 2, 3]
     assert run(A.First("v"), vals, ts, seq) == "b"  # ts 5, first to arrive
-    assert run(A.Last("v"), vals, ts, seq) == "d"   # ts 9, last to arrive
+    assert run(A.Last("v"), vals, ts, seq) == "d"  # ts 9, last to arrive
     # event time wins over arrival
     assert run(A.First("v"), ["late", "early"], [10, 1], [0, 1]) == "early"
     assert run(A.Last("v"), ["late", "early"], [10, 1], [0, 1]) == "late"
@@ -427,11 +461,14 @@ def test_user_combine_fn_by_name():
     assert agg.output == "spread" and run(agg.fn, [2, 10, 4]) == 8
 
 
-@pytest.mark.parametrize("ref, reason", [
-    ("no_such_module_xyz:Fn", "cannot import"),
-    (f"{__name__}:NoSuchFn", "has no"),
-    ("Spread", "module:ClassName"),
-])
+@pytest.mark.parametrize(
+    "ref, reason",
+    [
+        ("no_such_module_xyz:Fn", "cannot import"),
+        (f"{__name__}:NoSuchFn", "has no"),
+        ("Spread", "module:ClassName"),
+    ],
+)
 def test_user_combine_fn_bad_reference(ref, reason):
     with pytest.raises(ValueError, match=reason):
         A.load_combine_fn(ref)
@@ -441,9 +478,20 @@ VALUES = [4, None, 7, 1, 7, 3, None, 9, 2, 5]
 TS = [3, 1, 3, 0, 8, 3, 2, 5, 5, 1]
 
 MERGEABLE = [
-    A.Count("*"), A.Count("v"), A.Sum("v"), A.Min("v"), A.Max("v"), A.Avg("v"), A.Median("v"),
-    A.Percentile("v", 0.9), A.First("v"), A.Last("v"), A.CollectList("v"), A.CountDistinct("v"),
-    A.TopK("v", 3), A.UserCombine("v", Spread()),
+    A.Count("*"),
+    A.Count("v"),
+    A.Sum("v"),
+    A.Min("v"),
+    A.Max("v"),
+    A.Avg("v"),
+    A.Median("v"),
+    A.Percentile("v", 0.9),
+    A.First("v"),
+    A.Last("v"),
+    A.CollectList("v"),
+    A.CountDistinct("v"),
+    A.TopK("v", 3),
+    A.UserCombine("v", Spread()),
 ]
 
 
@@ -469,14 +517,25 @@ def test_merge_expected_values():
     vals = _arr(VALUES)
     ts = np.array(TS, dtype=np.int64)
     seq = np.arange(len(VALUES), dtype=np.int64)
-    got = {f"{f.name}:{getattr(f, 'p', '')}{f.column}": f.extract(f.add_group(f.create(), vals, ts, seq))
-           for f in MERGEABLE}
+    got = {
+        f"{f.name}:{getattr(f, 'p', '')}{f.column}": f.extract(f.add_group(f.create(), vals, ts, seq))
+        for f in MERGEABLE
+    }
     assert got == {
-        "count:*": 10, "count:v": 8, "sum:v": 38, "min:v": 1, "max:v": 9, "avg:v": 4.75,
-        "median:0.5v": 4.5, "percentile:0.9v": pytest.approx(7.6),
+        "count:*": 10,
+        "count:v": 8,
+        "sum:v": 38,
+        "min:v": 1,
+        "max:v": 9,
+        "avg:v": 4.75,
+        "median:0.5v": 4.5,
+        "percentile:0.9v": pytest.approx(7.6),
         # ts 0 -> 1; latest ts 8 -> 7
-        "first:v": 1, "last:v": 7,
+        "first:v": 1,
+        "last:v": 7,
         # by (ts, seq): 1@0, 5@1 (None@1 skipped), 4@3 7@3 3@3, 9@5 2@5, 7@8
         "collect_list:v": [1, 5, 4, 7, 3, 9, 2, 7],
-        "count_distinct:v": 7, "top_k:v": [9, 7, 7], "combine:v": 8,
+        "count_distinct:v": 7,
+        "top_k:v": [9, 7, 7],
+        "combine:v": 8,
     }

@@ -30,6 +30,7 @@ def _by_window(panes, field="score"):
 
 # -- Streaming 102: early / on-time / late firings in the three accumulation modes ------------------
 
+
 def test_early_late_accumulating_table1():
     got = _by_window(_panes("streaming102_early_late_accumulating").panes)
     # window [12:02, 12:04): panes 7, 14, 22 (Table 1, accumulating)
@@ -63,22 +64,31 @@ def test_processing_time_windows_by_triggers():
     # empty on-time pane at the end of input sums to 0 (Sum's identity)
     res = _panes("streaming102_processing_time_triggers")
     assert [(p["timing"], p["score"]) for p in res.panes] == [
-        ("EARLY", 12), ("EARLY", 21), ("EARLY", 18), ("ON_TIME", 0)]
+        ("EARLY", 12),
+        ("EARLY", 21),
+        ("EARLY", 18),
+        ("ON_TIME", 0),
+    ]
 
 
 def test_processing_time_windows_by_ingress_time():
     # Listing 10: ingress time as event time, default trigger: the same 12, 21, 18
     res = _panes("streaming102_ingress_time")
     assert [(_w(p), p["window_end"][11:19], p["score"]) for p in res.panes] == [
-        ("12:04:00", "12:06:00", 12), ("12:06:00", "12:08:00", 21), ("12:08:00", "12:10:00", 18)]
+        ("12:04:00", "12:06:00", 12),
+        ("12:06:00", "12:08:00", 21),
+        ("12:08:00", "12:10:00", 18),
+    ]
 
 
 # -- sessions that merge, with retractions --------------------------------------------------------
 
+
 def test_sessions_merge_with_retractions():
     res = _panes("streaming102_sessions_retracting")
-    rows = [(p["window_start"][11:19], p["window_end"][11:19], p["timing"], p["retraction"], p["score"])
-            for p in res.panes]
+    rows = [
+        (p["window_start"][11:19], p["window_end"][11:19], p["timing"], p["retraction"], p["score"]) for p in res.panes
+    ]
     # the 7's session [12:02:26, 12:03:26) was emitted early; the 4 at 12:03:19 merges it with the
     # 3 at 12:03:39 into [12:02:26, 12:04:39): a retraction of the 7, then the merged pane
     i = rows.index(("12:02:26", "12:03:26", "EARLY", True, 7))
@@ -88,8 +98,12 @@ def test_sessions_merge_with_retractions():
     for s, e, _, r, v in rows:
         net[(s, e)] = net.get((s, e), 0) + (-v if r else v)
     assert {k: v for k, v in net.items() if v} == {
-        ("12:00:26", "12:01:26"): 5, ("12:01:26", "12:02:26"): 9, ("12:02:26", "12:04:39"): 22,
-        ("12:05:01", "12:06:01"): 3, ("12:06:39", "12:08:46"): 12}
+        ("12:00:26", "12:01:26"): 5,
+        ("12:01:26", "12:02:26"): 9,
+        ("12:02:26", "12:04:39"): 22,
+        ("12:05:01", "12:06:01"): 3,
+        ("12:06:39", "12:08:46"): 12,
+    }
 
 
 @pytest.mark.parametrize("mode", ["accumulating", "discarding"])
@@ -103,10 +117,18 @@ def test_sessions_merge_without_retractions(mode):
 
 # -- KIP-450 sliding windows: the same windows in any arrival order --------------------------------
 
+
 def _sliding_windows(order, D=10):
-    doc = {"pipeline": {"event_time": "t", "key": "k", "window": {"sliding": {"time_difference": D}},
-                        "watermark": {"max_delay": 1000}, "aggregates": {"n": {"count": "*"}, "s": {"sum": "t"}}},
-           "timeline": [{"add": [{"k": "a", "t": t}]} for t in order] + [{"end": True}]}
+    doc = {
+        "pipeline": {
+            "event_time": "t",
+            "key": "k",
+            "window": {"sliding": {"time_difference": D}},
+            "watermark": {"max_delay": 1000},
+            "aggregates": {"n": {"count": "*"}, "s": {"sum": "t"}},
+        },
+        "timeline": [{"add": [{"k": "a", "t": t}]} for t in order] + [{"end": True}],
+    }
     res = replay_core(load_scenario(doc))
     return sorted((p["window_start"], p["window_end"], p["n"], p["s"]) for p in res.panes)
 
@@ -126,20 +148,29 @@ def test_kip450_in_order_and_shuffled_give_the_same_windows():
 
 
 def test_kip450_with_early_firings_emits_updates_as_panes():
-    doc = {"pipeline": {"event_time": "t", "window": {"sliding": {"time_difference": 10}},
-                        "watermark": {"max_delay": 1000},
-                        "trigger": {"after_watermark": {"early": {"count": 1}}},
-                        "aggregates": {"n": {"count": "*"}}},
-           "timeline": [{"add": [{"t": 1000}]}, {"add": [{"t": 1005}]}, {"end": True}]}
+    doc = {
+        "pipeline": {
+            "event_time": "t",
+            "window": {"sliding": {"time_difference": 10}},
+            "watermark": {"max_delay": 1000},
+            "trigger": {"after_watermark": {"early": {"count": 1}}},
+            "aggregates": {"n": {"count": "*"}},
+        },
+        "timeline": [{"add": [{"t": 1000}]}, {"add": [{"t": 1005}]}, {"end": True}],
+    }
     res = replay_core(load_scenario(doc))
     rows = [(p["window_start"][20:23], p["window_end"][20:23], p["timing"], p["pane_index"], p["n"]) for p in res.panes]
     # [990, 1000] early with 1, then [995, 1005] and [1001, 1011] appear; at the end all go ON_TIME
     assert rows[:3] == [("990", "000", "EARLY", 0, 1), ("995", "005", "EARLY", 0, 2), ("001", "011", "EARLY", 0, 1)]
     assert sorted(r for r in rows if r[2] == "ON_TIME") == [
-        ("001", "011", "ON_TIME", 1, 1), ("990", "000", "ON_TIME", 1, 1), ("995", "005", "ON_TIME", 1, 2)]
+        ("001", "011", "ON_TIME", 1, 1),
+        ("990", "000", "ON_TIME", 1, 1),
+        ("995", "005", "ON_TIME", 1, 2),
+    ]
 
 
 # -- Atlas idleness table: which step closes which window ------------------------------------------
+
 
 def test_atlas_idleness_closes_windows_at_the_right_processing_time():
     scenario = load_scenario(SCEN / "atlas_idleness.yaml")
@@ -159,15 +190,18 @@ def test_atlas_idleness_closes_windows_at_the_right_processing_time():
     minute = 60_000
     t0 = 1704110400000  # 2024-01-01T12:00Z
     # steps: 12:00 .. 12:09, then end
-    assert emitted[1:4] == [[], [], []]          # idle, but processing time has not passed 12:03 + 1 min
-    assert emitted[5] == [(t0, 2)]               # 12:05: the record at 12:05 moves the watermark
-    assert emitted[6] == []                      # 12:06: idle, timeout not over
+    assert emitted[1:4] == [[], [], []]  # idle, but processing time has not passed 12:03 + 1 min
+    assert emitted[5] == [(t0, 2)]  # 12:05: the record at 12:05 moves the watermark
+    assert emitted[6] == []  # 12:06: idle, timeout not over
     assert emitted[7] == [(t0 + 3 * minute, 1)]  # 12:07: closed by the idleness timeout
-    assert st.metrics["rows_late"] == 1          # 12:08: the record for 12:03-12:06 is late
+    assert st.metrics["rows_late"] == 1  # 12:08: the record for 12:03-12:06 is late
 
 
 def test_session_gap_from_a_column():
     res = _panes("session_gap_column")
     assert [(p["user"], p["window_start"][14:19], p["window_end"][14:19], p["n"], p["clicks"]) for p in res.panes] == [
-        ("b", "00:00", "00:02", 1, 5), ("b", "00:03", "00:05", 1, 6),
-        ("a", "00:00", "00:10", 2, 3), ("a", "00:20", "00:21", 1, 3)]
+        ("b", "00:00", "00:02", 1, 5),
+        ("b", "00:03", "00:05", 1, 6),
+        ("a", "00:00", "00:10", 2, 3),
+        ("a", "00:20", "00:21", 1, 3),
+    ]

@@ -38,8 +38,10 @@ TRIGGERS = [
 @st.composite
 def scenarios(draw):
     n = draw(st.integers(1, 25))
-    records = [{"k": draw(st.sampled_from(["a", "b"])), "t": draw(st.integers(0, 30_000)),
-                "v": draw(st.integers(-5, 20))} for _ in range(n)]
+    records = [
+        {"k": draw(st.sampled_from(["a", "b"])), "t": draw(st.integers(0, 30_000)), "v": draw(st.integers(-5, 20))}
+        for _ in range(n)
+    ]
     window = draw(st.sampled_from([{"tumbling": {"size": 5000}}, {"tumbling": {"size": 3000, "offset": 1000}}]))
     trigger = draw(st.sampled_from(TRIGGERS))
     mode = draw(st.sampled_from(["accumulating", "discarding", "retracting"]))
@@ -49,23 +51,28 @@ def scenarios(draw):
     while i < n:
         size = draw(st.integers(1, 4))
         clock += draw(st.integers(0, 1500))
-        timeline.append({"processing_time": clock, "add": records[i:i + size]})
+        timeline.append({"processing_time": clock, "add": records[i : i + size]})
         i += size
         if draw(st.booleans()):
             clock += draw(st.integers(0, 2500))
             timeline.append({"processing_time": clock})
     timeline.append({"end": True})
-    pipeline = {"event_time": "t", "key": "k", "window": window,
-                "watermark": {"max_delay": draw(st.sampled_from([0, 2000, 10_000]))},
-                "allowed_lateness": draw(st.sampled_from([0, 3000])),
-                "accumulation": mode, "aggregates": {"s": {"sum": "v"}, "n": {"count": "*"}}}
+    pipeline = {
+        "event_time": "t",
+        "key": "k",
+        "window": window,
+        "watermark": {"max_delay": draw(st.sampled_from([0, 2000, 10_000]))},
+        "allowed_lateness": draw(st.sampled_from([0, 3000])),
+        "accumulation": mode,
+        "aggregates": {"s": {"sum": "v"}, "n": {"count": "*"}},
+    }
     if trigger is not None:
         pipeline["trigger"] = trigger
     return {"pipeline": pipeline, "timeline": timeline}, records
 
 
 def _window_of(t, window):
-    (kind, o), = window.items()
+    ((kind, o),) = window.items()
     size, off = o["size"], o.get("offset", 0)
     start = t - (t - off) % size
     return start
@@ -88,6 +95,7 @@ def test_panes_relate_to_the_batch_result(case):
         accepted.remove(next(r for r in accepted if json.dumps(r, sort_keys=True) == d))
     want = defaultdict(lambda: [0, 0])
     from panes.core.time import format_instant
+
     for r in accepted:
         s = _window_of(r["t"], doc["pipeline"]["window"])
         w = want[(r["k"], format_instant(s))]

@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from servers import ConnectServer, ServerError, StandaloneCluster, java_home
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,22 +90,41 @@ def run_driver():
     """``run_driver(script, *args, env={}, timeout=s)``: runs a Python driver script in a process
     of its own and returns what it printed on its last line, parsed as JSON. A failing or hanging
     driver fails the test with its output."""
+
     def run(script: Path, *args: str, env: dict | None = None, timeout: float = 900) -> object:
-        full = {**os.environ, "PYTHONPATH": os.pathsep.join([PYTHONPATH, os.environ.get("PYTHONPATH", "")]),
-                "TZ": "UTC", "PANES_DRIVER_MEMORY": "1g", **(env or {})}
+        full = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([PYTHONPATH, os.environ.get("PYTHONPATH", "")]),
+            "TZ": "UTC",
+            "PANES_DRIVER_MEMORY": "1g",
+            **(env or {}),
+        }
         for k in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
             full.pop(k, None)
         try:
-            done = subprocess.run([sys.executable, str(script), *args], env=full, capture_output=True, text=True,
-                                  timeout=timeout, cwd=ROOT)
+            done = subprocess.run(
+                [sys.executable, str(script), *args],
+                env=full,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                cwd=ROOT,
+            )
         except subprocess.TimeoutExpired as e:
-            pytest.fail(f"driver {script.name} {' '.join(args)} ran over {timeout} s; its output:\n"
-                        f"{_tail(e.stdout)}\n{_tail(e.stderr)}", pytrace=False)
+            pytest.fail(
+                f"driver {script.name} {' '.join(args)} ran over {timeout} s; its output:\n"
+                f"{_tail(e.stdout)}\n{_tail(e.stderr)}",
+                pytrace=False,
+            )
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines:
-            pytest.fail(f"driver {script.name} {' '.join(args)} exited {done.returncode}:\n"
-                        f"{_tail(done.stdout)}\n{_tail(done.stderr)}", pytrace=False)
+            pytest.fail(
+                f"driver {script.name} {' '.join(args)} exited {done.returncode}:\n"
+                f"{_tail(done.stdout)}\n{_tail(done.stderr)}",
+                pytrace=False,
+            )
         return json.loads(lines[-1])
+
     return run
 
 

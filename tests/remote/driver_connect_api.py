@@ -12,8 +12,12 @@ import panes
 from panes.spark.connect import ConnectRefusal, check_stream, server_python, ship_panes
 from panes.spark.session import get_spark, is_connect
 
-SPEC = {"event_time": "t", "key": "k", "window": {"tumbling": {"size": 5000}},
-        "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}}}
+SPEC = {
+    "event_time": "t",
+    "key": "k",
+    "window": {"tumbling": {"size": 5000}},
+    "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}},
+}
 ROWS = [("a", 1000, 2), ("a", 2000, 3), ("b", 7000, 4), ("b", None, 1), ("a", 12000, 5)]
 
 
@@ -26,11 +30,16 @@ def bounded(spark) -> dict:
     # (a user's combine function reaches the server's pandas workers as an artifact of the session)
     spark.addArtifacts(str(Path(__file__).resolve().parents[1] / "spark" / "combine_fns.py"), pyfile=True)
     native = panes.window(df, SPEC)
-    combine = panes.window(df, {**SPEC, "aggregates": {"sq": {"combine": {"fn": "combine_fns:SumOfSquares",
-                                                                            "column": "v"}}}})
-    return {"native_plan": native.plan.split(" (")[0], "native": rows(native.panes),
-            "dead": rows(native.dead_letters), "engine_plan": combine.plan.split(" (")[0],
-            "engine": rows(combine.panes)}
+    combine = panes.window(
+        df, {**SPEC, "aggregates": {"sq": {"combine": {"fn": "combine_fns:SumOfSquares", "column": "v"}}}}
+    )
+    return {
+        "native_plan": native.plan.split(" (")[0],
+        "native": rows(native.panes),
+        "dead": rows(native.dead_letters),
+        "engine_plan": combine.plan.split(" (")[0],
+        "engine": rows(combine.panes),
+    }
 
 
 def stream(spark, work: Path, plan: str) -> dict:
@@ -46,12 +55,17 @@ def stream(spark, work: Path, plan: str) -> dict:
     out = str(work / plan / "panes")
     dead = str(work / plan / "dead")
     result = panes.window(df, {**SPEC, "watermark": {"max_delay": 0}}, plan=plan)
-    q = result.write_stream(lambda d, i: d.write.mode("append").parquet(out),
-                            lambda d, i: d.write.mode("append").parquet(dead),
-                            checkpoint=str(work / plan / "checkpoint"), availableNow=True)
+    q = result.write_stream(
+        lambda d, i: d.write.mode("append").parquet(out),
+        lambda d, i: d.write.mode("append").parquet(dead),
+        checkpoint=str(work / plan / "checkpoint"),
+        availableNow=True,
+    )
     q.awaitTermination()
-    return {"panes": rows(spark.read.parquet(out)),
-            "dead": sorted(r["reason"] for r in spark.read.parquet(dead).collect())}
+    return {
+        "panes": rows(spark.read.parquet(out)),
+        "dead": sorted(r["reason"] for r in spark.read.parquet(dead).collect()),
+    }
 
 
 def main(url: str, work: str) -> dict:

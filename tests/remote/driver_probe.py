@@ -26,15 +26,21 @@ def connect(url: str) -> dict:
 
         try:
             import panes  # noqa: F401
+
             ok = True
         except ImportError:
             ok = False
         return pd.DataFrame({"python": [s.executable], "panes": [ok]})
 
     row = df.groupBy("k").applyInPandas(where, "python STRING, panes BOOLEAN").first()
-    out = {"sum": total, "connect_seconds": round(connected, 2), "python": row["python"], "panes": row["panes"],
-           "state_store": spark.conf.get("spark.sql.streaming.stateStore.providerClass"),
-           "time_zone": spark.conf.get("spark.sql.session.timeZone")}
+    out = {
+        "sum": total,
+        "connect_seconds": round(connected, 2),
+        "python": row["python"],
+        "panes": row["panes"],
+        "state_store": spark.conf.get("spark.sql.streaming.stateStore.providerClass"),
+        "time_zone": spark.conf.get("spark.sql.session.timeZone"),
+    }
     spark.stop()
     return out
 
@@ -57,6 +63,7 @@ def cluster(url: str) -> dict:
 
         try:
             import panes  # noqa: F401
+
             ok = True
         except ImportError:
             ok = False
@@ -68,8 +75,13 @@ def cluster(url: str) -> dict:
     while sc._jsc.sc().getExecutorMemoryStatus().size() < 3 and time.monotonic() < deadline:
         time.sleep(0.5)
     rows = sc.parallelize(range(8), 8).mapPartitions(where).collect()
-    out = {"session_seconds": round(started, 2), "executors": sorted({r[0] for r in rows}),
-           "python": sorted({r[1] for r in rows}), "panes": all(r[2] for r in rows), "master": sc.master}
+    out = {
+        "session_seconds": round(started, 2),
+        "executors": sorted({r[0] for r in rows}),
+        "python": sorted({r[1] for r in rows}),
+        "panes": all(r[2] for r in rows),
+        "master": sc.master,
+    }
     spark.stop()
     return out
 

@@ -33,7 +33,8 @@ def main(kind: str, url: str, runs: dict[str, str]) -> dict:
                 got = replay_spark(scenario, spark=spark, plan=plan)
                 out.setdefault(path.stem, {})[plan] = {
                     "panes": "".join(dumps(r) + "\n" for r in got.panes),
-                    "dead": "".join(dumps(r) + "\n" for r in got.dead_letters)}
+                    "dead": "".join(dumps(r) + "\n" for r in got.dead_letters),
+                }
     finally:
         spark.stop()
     return out

@@ -15,6 +15,7 @@ watchdog process ends the group too if the process that started it dies without 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -67,8 +68,13 @@ logger.executor.level = info
 """
 #: a small application on the standalone cluster: one core and 512 MB per executor, one executor
 #: per worker, the driver on the loopback address
-CLUSTER_APP_CONF = {"spark.executor.memory": "512m", "spark.executor.cores": "1", "spark.cores.max": "2",
-                    "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+CLUSTER_APP_CONF = {
+    "spark.executor.memory": "512m",
+    "spark.executor.cores": "1",
+    "spark.cores.max": "2",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
 CONNECT_STARTED = re.compile(r"Spark Connect server started at: \S+?:(\d+)")
 
 
@@ -121,12 +127,16 @@ class Process:
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        out = open(self.log, "ab")
-        try:
-            self.popen = subprocess.Popen(self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.log.parent)
-        finally:
-            out.close()
+        with open(self.log, "ab") as out:  # (the child keeps its own descriptor)
+            self.popen = subprocess.Popen(
+                self.argv,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.log.parent,
+            )
         self.started_at = time.monotonic()
         self.watchdog = _watchdog(os.getpid(), self.popen.pid)
 
@@ -154,10 +164,8 @@ class Process:
             _signal_group(pgid, signal.SIGKILL)
             while _group_alive(pgid) and time.monotonic() < deadline + 10:
                 time.sleep(0.1)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
         if self.watchdog is not None and self.watchdog.poll() is None:
             self.watchdog.terminate()
             self.watchdog.wait(timeout=5)
@@ -166,10 +174,8 @@ class Process:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _group_alive(pgid: int) -> bool:
@@ -192,7 +198,7 @@ def _has_live_member(pgid: int) -> bool:
         except OSError:
             continue
         # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after the last ')'
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
@@ -223,9 +229,13 @@ while True:
 def _watchdog(parent: int, group: int) -> subprocess.Popen:
     """A process that ends the server's group if ``parent`` (the test process) dies first (a
     SIGKILLed pytest runs no finalizer). It sits in a session of its own, outside the group."""
-    return subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(parent), str(group)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(parent), str(group)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def base_env(run_dir: Path, extra: dict | None = None, python: str | None = None) -> dict:
@@ -234,22 +244,30 @@ def base_env(run_dir: Path, extra: dict | None = None, python: str | None = None
     PYTHONPATH with the code under test)."""
     run_dir = Path(run_dir).resolve()
     env = dict(os.environ)
-    for k in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET",
-              "SPARK_ENV_LOADED", "SPARK_MASTER"):  # (SPARK_MASTER makes spark-daemon.sh rsync)
+    for k in (
+        "SPARK_REMOTE",
+        "SPARK_CONNECT_MODE_ENABLED",
+        "PYSPARK_GATEWAY_PORT",
+        "PYSPARK_GATEWAY_SECRET",
+        "SPARK_ENV_LOADED",
+        "SPARK_MASTER",
+    ):  # (SPARK_MASTER makes spark-daemon.sh rsync)
         env.pop(k, None)
     conf_dir = run_dir / "conf"
     conf_dir.mkdir(parents=True, exist_ok=True)  # (no spark-defaults.conf nor spark-env.sh)
     (conf_dir / "log4j2.properties").write_text(LOG4J2)
-    env.update({
-        "SPARK_HOME": str(spark_home()),
-        "SPARK_CONF_DIR": str(conf_dir),
-        "SPARK_LOG_DIR": str(run_dir / "logs"),
-        "SPARK_PID_DIR": str(run_dir / "pids"),
-        "SPARK_IDENT_STRING": f"panes-test-{os.getpid()}",
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "SPARK_LOCAL_DIRS": str(run_dir / "local"),
-        "PYSPARK_PYTHON": python or sys.executable,
-    })
+    env.update(
+        {
+            "SPARK_HOME": str(spark_home()),
+            "SPARK_CONF_DIR": str(conf_dir),
+            "SPARK_LOG_DIR": str(run_dir / "logs"),
+            "SPARK_PID_DIR": str(run_dir / "pids"),
+            "SPARK_IDENT_STRING": f"panes-test-{os.getpid()}",
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOCAL_DIRS": str(run_dir / "local"),
+            "PYSPARK_PYTHON": python or sys.executable,
+        }
+    )
     jh = java_home()
     if jh:
         env["JAVA_HOME"] = jh
@@ -288,21 +306,35 @@ class ConnectServer:
     def url(self) -> str:
         return f"sc://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 180.0, attempts: int = 3) -> "ConnectServer":
+    def start(self, timeout: float = 180.0, attempts: int = 3) -> ConnectServer:
         last = ""
         for attempt in range(attempts):
             wanted = free_port()
             t0 = time.monotonic()
             self.process = Process(
-                "connect", [str(spark_home() / "sbin" / "start-connect-server.sh"), "--wait",
-                            "--master", self.master, "--driver-memory", self.driver_memory,
-                            *_conf_args({**PANES_CONF, **self.conf,
-                                         "spark.connect.grpc.binding.address": "127.0.0.1",
-                                         "spark.connect.grpc.binding.port": str(wanted),
-                                         "spark.connect.grpc.port.maxRetries": "0",
-                                         "spark.driver.host": "127.0.0.1",
-                                         "spark.driver.bindAddress": "127.0.0.1"})],
-                base_env(self.run_dir, self.env), self.run_dir / "logs" / f"connect-{attempt}.log")
+                "connect",
+                [
+                    str(spark_home() / "sbin" / "start-connect-server.sh"),
+                    "--wait",
+                    "--master",
+                    self.master,
+                    "--driver-memory",
+                    self.driver_memory,
+                    *_conf_args(
+                        {
+                            **PANES_CONF,
+                            **self.conf,
+                            "spark.connect.grpc.binding.address": "127.0.0.1",
+                            "spark.connect.grpc.binding.port": str(wanted),
+                            "spark.connect.grpc.port.maxRetries": "0",
+                            "spark.driver.host": "127.0.0.1",
+                            "spark.driver.bindAddress": "127.0.0.1",
+                        }
+                    ),
+                ],
+                base_env(self.run_dir, self.env),
+                self.run_dir / "logs" / f"connect-{attempt}.log",
+            )
             self.process.start()
             port = self._wait_started(t0 + timeout)
             if port is not None:
@@ -357,7 +389,7 @@ class StandaloneCluster:
     def url(self) -> str:
         return f"spark://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 180.0) -> "StandaloneCluster":
+    def start(self, timeout: float = 180.0) -> StandaloneCluster:
         t0 = time.monotonic()
         deadline = t0 + timeout
         try:
@@ -379,13 +411,26 @@ class StandaloneCluster:
             self.port, self.webui_port = free_port(), free_port()
             env = base_env(self.run_dir, {"SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"})
             self.master_process = Process(
-                "master", self._spark_class("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                            "--port", str(self.port), "--webui-port", str(self.webui_port)),
-                env, self.run_dir / "logs" / f"master-{attempt}.log")
+                "master",
+                self._spark_class(
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--webui-port",
+                    str(self.webui_port),
+                ),
+                env,
+                self.run_dir / "logs" / f"master-{attempt}.log",
+            )
             self.master_process.start()
             while time.monotonic() < deadline and self.master_process.alive:
-                if "I have been elected leader" in self.master_process.log.read_text(errors="replace") \
-                        and port_open(self.port) and self._state() is not None:
+                if (
+                    "I have been elected leader" in self.master_process.log.read_text(errors="replace")
+                    and port_open(self.port)
+                    and self._state() is not None
+                ):
                     return
                 time.sleep(0.2)
             tail = self.master_process.tail()
@@ -397,12 +442,29 @@ class StandaloneCluster:
     def _start_worker(self, i: int) -> None:
         work = self.run_dir / f"worker-{i}"
         work.mkdir(parents=True, exist_ok=True)
-        env = base_env(self.run_dir, {**self.env, "SPARK_IDENT_STRING": f"panes-test-{os.getpid()}-w{i}",
-                                      "SPARK_WORKER_DIR": str(work)})
-        p = Process(f"worker-{i}", self._spark_class(
-            "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(self.cores),
-            "--memory", self.memory, "--work-dir", str(work), "--webui-port", str(free_port()),
-            self.url), env, self.run_dir / "logs" / f"worker-{i}.log")
+        env = base_env(
+            self.run_dir,
+            {**self.env, "SPARK_IDENT_STRING": f"panes-test-{os.getpid()}-w{i}", "SPARK_WORKER_DIR": str(work)},
+        )
+        p = Process(
+            f"worker-{i}",
+            self._spark_class(
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                str(self.cores),
+                "--memory",
+                self.memory,
+                "--work-dir",
+                str(work),
+                "--webui-port",
+                str(free_port()),
+                self.url,
+            ),
+            env,
+            self.run_dir / "logs" / f"worker-{i}.log",
+        )
         p.start()
         self.worker_processes.append(p)
 
@@ -423,8 +485,7 @@ class StandaloneCluster:
             if dead:
                 raise ServerError(f"{dead[0].name} exited; log {dead[0].log}:\n{dead[0].tail()}")
             time.sleep(0.2)
-        raise ServerError(f"{self.workers} workers did not register in time; master log:\n"
-                          f"{self.master_process.tail()}")
+        raise ServerError(f"{self.workers} workers did not register in time; master log:\n{self.master_process.tail()}")
 
     def logs(self) -> list[Process]:
         return [p for p in (self.master_process, *self.worker_processes) if p is not None]

@@ -11,9 +11,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.remote]
 
 EPOCH = "1970-01-01 00:00:"
 #: (key, start, end, timing, pane_index, is_last, retraction) of the panes of driver_connect_api.ROWS
-A0, A10, B5 = (["a", EPOCH + "00", EPOCH + "05", "ON_TIME", "0", "True", "False"],
-               ["a", EPOCH + "10", EPOCH + "15", "ON_TIME", "0", "True", "False"],
-               ["b", EPOCH + "05", EPOCH + "10", "ON_TIME", "0", "True", "False"])
+A0, A10, B5 = (
+    ["a", EPOCH + "00", EPOCH + "05", "ON_TIME", "0", "True", "False"],
+    ["a", EPOCH + "10", EPOCH + "15", "ON_TIME", "0", "True", "False"],
+    ["b", EPOCH + "05", EPOCH + "10", "ON_TIME", "0", "True", "False"],
+)
 
 
 @pytest.fixture(scope="module")
@@ -21,15 +23,19 @@ def seen(connect_server, run_driver, tmp_path_factory):
     from pathlib import Path
 
     work = tmp_path_factory.mktemp("connect-api")
-    return work, run_driver(Path(__file__).with_name("driver_connect_api.py"), connect_server.url, str(work),
-                            timeout=900)
+    return work, run_driver(
+        Path(__file__).with_name("driver_connect_api.py"), connect_server.url, str(work), timeout=900
+    )
 
 
 def test_the_server_says_what_it_imports_and_sees(seen):
     work, got = seen
     assert got["connect"] is True
-    assert got["server"] == {"installed": panes.__version__, "shipped": False,
-                             "seen": {str(work): True, str(work / "nowhere"): False}}
+    assert got["server"] == {
+        "installed": panes.__version__,
+        "shipped": False,
+        "seen": {str(work): True, str(work / "nowhere"): False},
+    }
     assert got["shipped_after"] is True
 
 
@@ -38,7 +44,8 @@ def test_a_stream_the_server_cannot_carry_is_refused_with_the_reason(seen):
     assert got["refused"] == (
         f"Spark Connect cannot run this stream: the Spark Connect server does not see {work / 'nowhere'}, which "
         f"this process wrote: the native plan needs the server to share this machine's filesystem at the same "
-        f"paths (the native plan keeps its open windows there; or use plan: stateful)")
+        f"paths (the native plan keeps its open windows there; or use plan: stateful)"
+    )
 
 
 def test_bounded_input_on_both_batch_plans(seen):

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from servers import CLUSTER_APP_CONF
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,8 +14,11 @@ GOLDEN = ROOT / "tests" / "golden"
 #: on both plans: keyed sessions with a late record and a collect_list (whose native form is
 #: pickled to a Connect server with the foreachBatch function), and every kind of malformed
 #: record; on the stateful plan also early and late firings, which the native plan cannot run
-SCENARIOS = {"keyed_sessions": "native,stateful", "malformed_records": "native,stateful",
-             "streaming102_early_late_accumulating": "stateful"}
+SCENARIOS = {
+    "keyed_sessions": "native,stateful",
+    "malformed_records": "native,stateful",
+    "streaming102_early_late_accumulating": "stateful",
+}
 
 pytestmark = [pytest.mark.spark, pytest.mark.remote]
 

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from servers import CLUSTER_APP_CONF
 
 DRIVER = Path(__file__).with_name("driver_probe.py")
@@ -27,8 +26,9 @@ def test_connect_server_answers_with_panes_confs(connect_server, run_driver):
 def test_standalone_cluster_runs_tasks_on_two_executors(standalone_cluster, run_driver):
     state = standalone_cluster._state()
     assert state["aliveworkers"] == 2
-    got = run_driver(DRIVER, "cluster", standalone_cluster.url, env={"CLUSTER_APP_CONF": json.dumps(CLUSTER_APP_CONF)},
-                     timeout=600)
+    got = run_driver(
+        DRIVER, "cluster", standalone_cluster.url, env={"CLUSTER_APP_CONF": json.dumps(CLUSTER_APP_CONF)}, timeout=600
+    )
     assert got["master"] == standalone_cluster.url
     assert got["executors"] == ["0", "1"]
     assert got["python"] == [os.path.normpath(sys.executable)]

@@ -10,11 +10,19 @@ from panes.scenario import load_scenario, replay_core
 
 pytestmark = pytest.mark.spark
 
-SPEC = {"event_time": "t", "key": "k", "window": {"tumbling": {"size": 10}},
-        "aggregates": {"sq": {"combine": {"fn": "combine_fns:SumOfSquares", "column": "v"}},
-                       "n": {"count": "*"}}}
-RECORDS = [{"k": "a", "t": 1, "v": 2}, {"k": "a", "t": 5, "v": 3}, {"k": "b", "t": 7, "v": 4},
-           {"k": "a", "t": 12, "v": 1}, {"k": "b", "t": 15, "v": None}]
+SPEC = {
+    "event_time": "t",
+    "key": "k",
+    "window": {"tumbling": {"size": 10}},
+    "aggregates": {"sq": {"combine": {"fn": "combine_fns:SumOfSquares", "column": "v"}}, "n": {"count": "*"}},
+}
+RECORDS = [
+    {"k": "a", "t": 1, "v": 2},
+    {"k": "a", "t": 5, "v": 3},
+    {"k": "b", "t": 7, "v": 4},
+    {"k": "a", "t": 12, "v": 1},
+    {"k": "b", "t": 15, "v": None},
+]
 
 
 def test_combine_fn_core_batch_and_stream(spark, tmp_path):
@@ -33,9 +41,12 @@ def test_combine_fn_core_batch_and_stream(spark, tmp_path):
     (src / "a.json").write_text("\n".join(json.dumps(r) for r in RECORDS) + "\n")
     stream = spark.readStream.schema("k STRING, t LONG, v LONG").json(str(src))
     seen = []
-    q = panes.window(stream, SPEC).write_stream(lambda d, i: seen.extend(r.asDict() for r in d.collect()),
-                                                lambda d, i: None, checkpoint=str(tmp_path / "ck"),
-                                                availableNow=True)
+    q = panes.window(stream, SPEC).write_stream(
+        lambda d, i: seen.extend(r.asDict() for r in d.collect()),
+        lambda d, i: None,
+        checkpoint=str(tmp_path / "ck"),
+        availableNow=True,
+    )
     q.awaitTermination(120)
     # the watermark (max event time 15) closes [0, 10); [10, 20) stays open
     assert sorted((r["k"], r["sq"], r["n"]) for r in seen) == [("a", 13, 2), ("b", 16, 1)]

@@ -21,8 +21,11 @@ def _compiled(spark) -> int:
 
 SPECS = {
     "default": {"window": {"tumbling": {"size": "10 seconds"}}},
-    "early_retracting": {"window": {"tumbling": {"size": "10 seconds"}}, "accumulation": "retracting",
-                         "trigger": {"after_watermark": {"early": {"count": 2}}}},
+    "early_retracting": {
+        "window": {"tumbling": {"size": "10 seconds"}},
+        "accumulation": "retracting",
+        "trigger": {"after_watermark": {"early": {"count": 2}}},
+    },
     "sessions": {"window": {"session": {"gap": "3 seconds"}}},
     # (windows of a row from an array filtered by a lambda function: size not a multiple of the hop)
     "hopping": {"window": {"hopping": {"size": "10 seconds", "hop": "4 seconds"}}},
@@ -35,8 +38,7 @@ def test_a_new_watermark_compiles_no_new_code(spark, tmp_path, kind):
     each moves the watermark and closes the windows before it, so from the second on every step
     has the same plans with another watermark. After two such steps, the next three compile
     nothing, and their panes and dead letters are exact."""
-    spec = {"event_time": "ts", "key": ["k"], "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}},
-            **SPECS[kind]}
+    spec = {"event_time": "ts", "key": ["k"], "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}, **SPECS[kind]}
     p = pipeline(spec)
     schema = "k string, ts timestamp, v long"
     step = NativeStep(p, spark.createDataFrame([], schema).schema, ["k", "ts", "v"])
@@ -50,10 +52,14 @@ def test_a_new_watermark_compiles_no_new_code(spark, tmp_path, kind):
         spark.createDataFrame(rows, schema).coalesce(1).write.parquet(path)
         batch = prepare(spark.read.schema(schema).parquet(path), p, 0).withColumns(step.row_columns())
         before = _compiled(spark)
-        stream.run(batch, i,
-                   lambda df, b: panes.extend((r.k, r.window_start.second, r.timing, r.retraction, r.n, r.total)
-                                              for r in df.collect()),
-                   lambda df, b: dead.extend((b, r.reason, r.watermark.second) for r in df.collect()))
+        stream.run(
+            batch,
+            i,
+            lambda df, b: panes.extend(
+                (r.k, r.window_start.second, r.timing, r.retraction, r.n, r.total) for r in df.collect()
+            ),
+            lambda df, b: dead.extend((b, r.reason, r.watermark.second) for r in df.collect()),
+        )
         compiled.append(_compiled(spark) - before)
     assert compiled[3:] == [0, 0, 0], compiled
     assert sorted(dead) == [(i, "late", 10 * i - 7) for i in range(1, 6)]
@@ -64,8 +70,12 @@ def test_a_new_watermark_compiles_no_new_code(spark, tmp_path, kind):
     if kind == "hopping":
         values = [(10 * i + v, v) for i in range(6) for v in (1, 2, 3)]
         windows = {t - t % 4 - 4 * j for t, _ in values for j in range(3) if t - t % 4 - 4 * j + 10 > t}
-        closed = [("a", s % 60, "ON_TIME", False, len(vs), sum(vs)) for s in sorted(windows) if s + 10 <= 53
-                  for vs in [[v for t, v in values if s <= t < s + 10]]]
+        closed = [
+            ("a", s % 60, "ON_TIME", False, len(vs), sum(vs))
+            for s in sorted(windows)
+            if s + 10 <= 53
+            for vs in [[v for t, v in values if s <= t < s + 10]]
+        ]
     if kind == "early_retracting":  # an early pane in each window's micro-batch, then retracted
         closed += [("a", 10 * i, "EARLY", False, 3, 6) for i in range(6)]
         closed += [("a", 10 * i, "EARLY", True, 3, 6) for i in range(5)]

@@ -21,12 +21,23 @@ def test_idle_source_closes_the_window(spark, tmp_path):
     t = start + 500
     (src / "a.json").write_text("\n".join(json.dumps({"k": "a", "v": v, "t": t}) for v in (1, 2)) + "\n")
     df = spark.readStream.schema("k STRING, v LONG, t LONG").json(str(src))
-    result = panes.window(df, {"event_time": "t", "key": "k", "window": {"tumbling": {"size": size}},
-                               "watermark": {"idle_timeout": "1 second"},
-                               "aggregates": {"total": {"sum": "v"}}})
+    result = panes.window(
+        df,
+        {
+            "event_time": "t",
+            "key": "k",
+            "window": {"tumbling": {"size": size}},
+            "watermark": {"idle_timeout": "1 second"},
+            "aggregates": {"total": {"sum": "v"}},
+        },
+    )
     seen = []
-    q = result.write_stream(lambda d, i: seen.extend(r.asDict() for r in d.collect()), lambda d, i: None,
-                            checkpoint=str(tmp_path / "ck"), processingTime="500 milliseconds")
+    q = result.write_stream(
+        lambda d, i: seen.extend(r.asDict() for r in d.collect()),
+        lambda d, i: None,
+        checkpoint=str(tmp_path / "ck"),
+        processingTime="500 milliseconds",
+    )
     try:
         deadline = time.time() + 90
         while time.time() < deadline and not seen:

@@ -27,22 +27,31 @@ def _stepper(spark, tmp_path, spec: dict, batches: list):
 
     def run(i):
         got: list = []
-        stream.run(results[i].source, i,
-                   lambda df, b: got.extend((r.k, r.window_start.second, r.n, r.total) for r in df.collect()),
-                   lambda df, b: got.extend(("dead", r.reason, json.loads(r.record)) for r in df.collect()))
+        stream.run(
+            results[i].source,
+            i,
+            lambda df, b: got.extend((r.k, r.window_start.second, r.n, r.total) for r in df.collect()),
+            lambda df, b: got.extend(("dead", r.reason, json.loads(r.record)) for r in df.collect()),
+        )
         return sorted(got, key=str)
+
     return results, run
 
 
-@pytest.mark.parametrize("window, closed", [
-    ({"tumbling": {"size": "10 seconds"}}, [("a", 10, 2, 3)]),
-    ({"hopping": {"size": "10 seconds", "hop": "5 seconds"}}, [("a", 10, 2, 3), ("a", 5, 2, 3)]),
-])
+@pytest.mark.parametrize(
+    "window, closed",
+    [
+        ({"tumbling": {"size": "10 seconds"}}, [("a", 10, 2, 3)]),
+        ({"hopping": {"size": "10 seconds", "hop": "5 seconds"}}, [("a", 10, 2, 3), ("a", 5, 2, 3)]),
+    ],
+)
 def test_a_stamp_before_the_latest_counts_as_it_and_malformed_records_stay_whole(spark, tmp_path, window, closed):
-    batches = [[("a", 1, "x", 12_000), (None, 2, "y", 12_500)],
-               [("a", 2, "z", 5_000)],  # the clock set back: counts as 12 s (the latest stamp of a
-               # record that counts), not late
-               [("b", 4, "w", 21_000)]]
+    batches = [
+        [("a", 1, "x", 12_000), (None, 2, "y", 12_500)],
+        [("a", 2, "z", 5_000)],  # the clock set back: counts as 12 s (the latest stamp of a
+        # record that counts), not late
+        [("b", 4, "w", 21_000)],
+    ]
     results, run = _stepper(spark, tmp_path, dict(SPEC, window=window), batches)
     # the stream carries the key and the value, not the columns nothing reads
     assert [c for c in results[0].source.columns if not c.startswith("__panes")] == ["k", "v"]
@@ -64,10 +73,20 @@ def test_an_event_time_stream_keeps_every_column_for_its_late_records(spark, tmp
     stream = NativeStream(results[0].step, str(tmp_path))
     dead: list = []
     for i, r in enumerate(results):
-        stream.run(r.source, i, lambda df, b: None,
-                   lambda df, b: dead.extend((d.reason, json.loads(d.record), d.watermark.timestamp(),
-                                              [(w.start.timestamp(), w.end.timestamp()) for w in d.windows])
-                                             for d in df.collect()))
+        stream.run(
+            r.source,
+            i,
+            lambda df, b: None,
+            lambda df, b: dead.extend(
+                (
+                    d.reason,
+                    json.loads(d.record),
+                    d.watermark.timestamp(),
+                    [(w.start.timestamp(), w.end.timestamp()) for w in d.windows],
+                )
+                for d in df.collect()
+            ),
+        )
     # late at watermark 12 s for its window [0 s, 10 s)
     assert dead == [("late", {"k": "a", "v": 2, "extra": "z", "it": 5_000}, 12.0, [(0.0, 10.0)])]
 
@@ -127,9 +146,25 @@ def test_the_stateful_processor_counts_a_stamp_before_the_latest_as_it(event_tim
     spec = dict(SPEC, window={"tumbling": {"size": "10 seconds"}})
     if event_time:
         spec["event_time"] = event_time
-    out_cols = [KIND, PHASE, ORDER, "k", "window_start", "window_end", "timing",
-                "pane_index", "is_last", "retraction", "n", "total",
-                "dl_reason", "dl_record", "dl_watermark", "dl_windows", "dl_detail"]
+    out_cols = [
+        KIND,
+        PHASE,
+        ORDER,
+        "k",
+        "window_start",
+        "window_end",
+        "timing",
+        "pane_index",
+        "is_last",
+        "retraction",
+        "n",
+        "total",
+        "dl_reason",
+        "dl_record",
+        "dl_watermark",
+        "dl_windows",
+        "dl_detail",
+    ]
     proc = BucketProcessor(pipeline(spec), ["k", "v", "it"], out_cols)
     proc.init(_Handle())
 
@@ -137,8 +172,10 @@ def test_the_stateful_processor_counts_a_stamp_before_the_latest_as_it(event_tim
         return iter([pd.DataFrame({TS: [t], INVALID: [None], DETAIL: [None], "k": [k], "v": [v], "it": [t]})])
 
     got = []
-    for batch, (wm, now) in zip([rows("a", 1, 12_000), rows("a", 2, 5_000), rows("b", 4, 21_000)],
-                                [(0, 12_000), (12_000, 5_000), (12_000, 21_000)]):
+    for batch, (wm, now) in zip(
+        [rows("a", 1, 12_000), rows("a", 2, 5_000), rows("b", 4, 21_000)],
+        [(0, 12_000), (12_000, 5_000), (12_000, 21_000)],
+    ):
         for f in proc.handleInputRows(("0",), batch, _Times(wm, now)):
             got.extend(f.to_dict("records"))
     for f in proc.handleExpiredTimer(("0",), _Times(21_000, 21_000), None):

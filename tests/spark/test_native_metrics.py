@@ -10,7 +10,13 @@ from panes.spark.native.names import IS_DEAD_LETTER, ROW_WATERMARK
 
 
 def _table(got, dead):
-    return pa.table({"k": pa.array(["a"] * len(got)), ROW_WATERMARK: pa.array(got, pa.int64()), IS_DEAD_LETTER: pa.array(dead, pa.int32())})
+    return pa.table(
+        {
+            "k": pa.array(["a"] * len(got)),
+            ROW_WATERMARK: pa.array(got, pa.int64()),
+            IS_DEAD_LETTER: pa.array(dead, pa.int32()),
+        }
+    )
 
 
 def test_metrics_from_footer_statistics(spark, tmp_path):
@@ -59,10 +65,14 @@ def _stepper(spark, tmp_path, spec: dict, batches: list):
 
     def run(i):
         got: list = []
-        stream.run(prepare(_rows(spark, batches[i]), p, 0).withColumns(step.row_columns()), i,
-                   lambda df, b: got.extend((r.k, r.window_start.second, r.n, r.total) for r in df.collect()),
-                   lambda df, b: got.extend(("dead", r.reason) for r in df.collect()))
+        stream.run(
+            prepare(_rows(spark, batches[i]), p, 0).withColumns(step.row_columns()),
+            i,
+            lambda df, b: got.extend((r.k, r.window_start.second, r.n, r.total) for r in df.collect()),
+            lambda df, b: got.extend(("dead", r.reason) for r in df.collect()),
+        )
         return sorted(got, key=str)
+
     return run
 
 
@@ -72,11 +82,22 @@ def test_a_micro_batch_run_again_rewrites_its_state_and_the_next_one_reads_it(sp
     import datetime as dt
 
     t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
-    batches = [[("a", t(1), 1), ("a", t(2), 2), ("b", t(3), 4)],
-               [("a", t(5), 8), ("a", t(12), 16)],
-               [("b", t(25), 32), ("a", t(1), 64)]]
-    run = _stepper(spark, tmp_path, {"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
-                                     "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}}, batches)
+    batches = [
+        [("a", t(1), 1), ("a", t(2), 2), ("b", t(3), 4)],
+        [("a", t(5), 8), ("a", t(12), 16)],
+        [("b", t(25), 32), ("a", t(1), 64)],
+    ]
+    run = _stepper(
+        spark,
+        tmp_path,
+        {
+            "event_time": "ts",
+            "key": ["k"],
+            "window": {"tumbling": {"size": "10 seconds"}},
+            "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}},
+        },
+        batches,
+    )
     out: dict[int, list] = {}
 
     out[0] = run(0)
@@ -102,11 +123,25 @@ def test_steps_that_add_tables_run_again_and_keep_the_tables_they_need(spark, tm
 
     monkeypatch.setattr(store, "SMALL_STATE_ROWS", 0)
     t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
-    batches = [[("a", t(1), 1), ("b", t(3), 2), ("c", t(15), 8)], [("a", t(4), 4)], [("b", t(5), 16)],
-               [("a", t(9), 32), ("b", t(41), 64), ("d", t(42), 128)], [("c", t(75), 256)]]
-    run = _stepper(spark, tmp_path, {"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
-                                     "watermark": {"max_delay": "30 seconds"},
-                                     "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}}, batches)
+    batches = [
+        [("a", t(1), 1), ("b", t(3), 2), ("c", t(15), 8)],
+        [("a", t(4), 4)],
+        [("b", t(5), 16)],
+        [("a", t(9), 32), ("b", t(41), 64), ("d", t(42), 128)],
+        [("c", t(75), 256)],
+    ]
+    run = _stepper(
+        spark,
+        tmp_path,
+        {
+            "event_time": "ts",
+            "key": ["k"],
+            "window": {"tumbling": {"size": "10 seconds"}},
+            "watermark": {"max_delay": "30 seconds"},
+            "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}},
+        },
+        batches,
+    )
     root = tmp_path / "panes_native"
 
     def tables(v):
@@ -133,7 +168,9 @@ def test_when_a_step_rewrites_the_open_windows_into_one_table(spark, tmp_path):
     from panes.spark.native import NativeStep
 
     def stream(spec):
-        return NativeStream(NativeStep(pipeline(spec), _rows(spark, [("a", None, 1)]).schema, ["k", "ts", "v"]), str(tmp_path))
+        return NativeStream(
+            NativeStep(pipeline(spec), _rows(spark, [("a", None, 1)]).schema, ["k", "ts", "v"]), str(tmp_path)
+        )
 
     base = {"event_time": "ts", "key": ["k"], "aggregates": {"n": {"count": "*"}}}
     s = stream({**base, "window": {"tumbling": {"size": "10 seconds"}}, "allowed_lateness": "5 seconds"})
@@ -155,9 +192,17 @@ def test_when_a_step_rewrites_the_open_windows_into_one_table(spark, tmp_path):
     assert s.rewrites([t(60_000, 90_000, 30_000) | {"rows": None}], 20_000, 5_000) is True
     assert s.rewrites([t(60_000, 90_000, 30_000) | {"ends": None}], 20_000, 5_000) is True
     # sessions, and triggers that fire, always rewrite
-    assert stream({**base, "window": {"session": {"gap": "10 seconds"}}}).rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is True
-    early = {**base, "window": {"tumbling": {"size": "10 seconds"}},
-             "trigger": {"after_watermark": {"early": {"after_count": 2}}}}
+    assert (
+        stream({**base, "window": {"session": {"gap": "10 seconds"}}}).rewrites(
+            [t(60_000, 90_000, 30_000)], 20_000, 5_000
+        )
+        is True
+    )
+    early = {
+        **base,
+        "window": {"tumbling": {"size": "10 seconds"}},
+        "trigger": {"after_watermark": {"early": {"after_count": 2}}},
+    }
     assert stream(early).rewrites([t(60_000, 90_000, 30_000)], 20_000, 5_000) is True
 
 
@@ -171,15 +216,20 @@ def _typed_run(spark, tmp_path, aggregates: dict, batches: list):
     from panes.spark.native import NativeStep
     from panes.spark.planner import prepare
 
-    p = pipeline({"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
-                  "aggregates": aggregates})
+    p = pipeline(
+        {"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}}, "aggregates": aggregates}
+    )
     step = NativeStep(p, spark.createDataFrame([], _TYPED).schema, _TYPED.replace(",", "").split()[::2])
     stream = NativeStream(step, str(tmp_path))
     out = []
     for i, b in enumerate(batches):
         got: list = []
-        stream.run(prepare(spark.createDataFrame(b, _TYPED), p, 0).withColumns(step.row_columns()), i,
-                   lambda df, j: got.extend(r.asDict() for r in df.collect()), lambda df, j: None)
+        stream.run(
+            prepare(spark.createDataFrame(b, _TYPED), p, 0).withColumns(step.row_columns()),
+            i,
+            lambda df, j, got=got: got.extend(r.asDict() for r in df.collect()),
+            lambda df, j: None,
+        )
         out.append(sorted(got, key=lambda r: r["k"]))
     return out
 
@@ -189,10 +239,14 @@ def _typed_batches():
     from decimal import Decimal as D
 
     t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
-    return [[("a", t(1), "x", dt.date(2024, 5, 1), 1.5, t(100), D("1.25")), ("b", t(2), None, None, None, None, None)],
-            [("a", t(3), "y", dt.date(2024, 4, 1), float("nan"), t(50), D("2.50")),
-             ("a", t(4), "x", dt.date(2024, 6, 1), 7.0, t(70), D("-1.00"))],
-            [("a", t(30), "z", dt.date(2023, 1, 1), 2.0, t(1), D("0.01"))]]
+    return [
+        [("a", t(1), "x", dt.date(2024, 5, 1), 1.5, t(100), D("1.25")), ("b", t(2), None, None, None, None, None)],
+        [
+            ("a", t(3), "y", dt.date(2024, 4, 1), float("nan"), t(50), D("2.50")),
+            ("a", t(4), "x", dt.date(2024, 6, 1), 7.0, t(70), D("-1.00")),
+        ],
+        [("a", t(30), "z", dt.date(2023, 1, 1), 2.0, t(1), D("0.01"))],
+    ]
 
 
 def _tables(monkeypatch, how: str) -> None:
@@ -209,25 +263,72 @@ def test_tables_collected_to_the_driver_read_back_as_spark_wrote_them(spark, tmp
     structs of first / last, the arrays of the holistic aggregates): the same panes either way."""
     import datetime as dt
 
-    aggregates = {"n": {"count": "*"}, "first_at": {"first": "at"}, "last_name": {"last": "name"},
-                  "min_d": {"min": "d"}, "names": {"collect_list": "name"}, "top": {"top_k": {"column": "x", "k": 2}},
-                  "med": {"median": "x"}, "dn": {"count_distinct": "name"}, "hi": {"max": "x"}}
-    expected = [[], [], [
-        {"k": "a", "window_start": dt.datetime(2024, 1, 1), "window_end": dt.datetime(2024, 1, 1, 0, 0, 10),
-         "timing": "ON_TIME", "pane_index": 0, "is_last": True, "retraction": False, "n": 3,
-         "first_at": dt.datetime(2024, 1, 1, 0, 1, 40), "last_name": "x", "min_d": dt.date(2024, 4, 1),
-         "names": ["x", "y", "x"], "top": [7.0, 1.5], "med": 4.25, "dn": 2, "hi": 7.0},
-        {"k": "b", "window_start": dt.datetime(2024, 1, 1), "window_end": dt.datetime(2024, 1, 1, 0, 0, 10),
-         "timing": "ON_TIME", "pane_index": 0, "is_last": True, "retraction": False, "n": 1,
-         "first_at": None, "last_name": None, "min_d": None, "names": [], "top": [], "med": None, "dn": 0, "hi": None}]]
+    aggregates = {
+        "n": {"count": "*"},
+        "first_at": {"first": "at"},
+        "last_name": {"last": "name"},
+        "min_d": {"min": "d"},
+        "names": {"collect_list": "name"},
+        "top": {"top_k": {"column": "x", "k": 2}},
+        "med": {"median": "x"},
+        "dn": {"count_distinct": "name"},
+        "hi": {"max": "x"},
+    }
+    expected = [
+        [],
+        [],
+        [
+            {
+                "k": "a",
+                "window_start": dt.datetime(2024, 1, 1),
+                "window_end": dt.datetime(2024, 1, 1, 0, 0, 10),
+                "timing": "ON_TIME",
+                "pane_index": 0,
+                "is_last": True,
+                "retraction": False,
+                "n": 3,
+                "first_at": dt.datetime(2024, 1, 1, 0, 1, 40),
+                "last_name": "x",
+                "min_d": dt.date(2024, 4, 1),
+                "names": ["x", "y", "x"],
+                "top": [7.0, 1.5],
+                "med": 4.25,
+                "dn": 2,
+                "hi": 7.0,
+            },
+            {
+                "k": "b",
+                "window_start": dt.datetime(2024, 1, 1),
+                "window_end": dt.datetime(2024, 1, 1, 0, 0, 10),
+                "timing": "ON_TIME",
+                "pane_index": 0,
+                "is_last": True,
+                "retraction": False,
+                "n": 1,
+                "first_at": None,
+                "last_name": None,
+                "min_d": None,
+                "names": [],
+                "top": [],
+                "med": None,
+                "dn": 0,
+                "hi": None,
+            },
+        ],
+    ]
     writers = {}
     for how in ("collected", "written_by_spark"):
         _tables(monkeypatch, how)
         root = tmp_path / how
         panes = _typed_run(spark, root, aggregates, _typed_batches())
         assert panes == expected, how
-        writers[how] = [{pq.read_metadata(f).created_by.split()[0] for f in (root / "panes_native" / f"v{v}" / "windows").glob("*.parquet")}
-                        for v in (1, 2)]
+        writers[how] = [
+            {
+                pq.read_metadata(f).created_by.split()[0]
+                for f in (root / "panes_native" / f"v{v}" / "windows").glob("*.parquet")
+            }
+            for v in (1, 2)
+        ]
     assert writers == {"collected": [{"parquet-cpp-arrow"}] * 2, "written_by_spark": [{"parquet-mr"}] * 2}
 
 
@@ -238,11 +339,18 @@ def test_decimal_averages_keep_their_type_across_micro_batches(spark, tmp_path, 
     from decimal import Decimal as D
 
     _tables(monkeypatch, how)
-    panes = _typed_run(spark, tmp_path, {"a": {"avg": "dec"}, "s": {"sum": "dec"}, "hi": {"max": "dec"}},
-                       _typed_batches())
-    assert [[(r["k"], r["a"], r["s"], r["hi"]) for r in ps] for ps in panes] == \
-        [[], [], [("a", 2.75 / 3, 2.75, D("2.50")), ("b", None, None, None)]]
-    writer = {pq.read_metadata(f).created_by.split()[0] for f in (tmp_path / "panes_native" / "v2" / "windows").glob("*.parquet")}
+    panes = _typed_run(
+        spark, tmp_path, {"a": {"avg": "dec"}, "s": {"sum": "dec"}, "hi": {"max": "dec"}}, _typed_batches()
+    )
+    assert [[(r["k"], r["a"], r["s"], r["hi"]) for r in ps] for ps in panes] == [
+        [],
+        [],
+        [("a", 2.75 / 3, 2.75, D("2.50")), ("b", None, None, None)],
+    ]
+    writer = {
+        pq.read_metadata(f).created_by.split()[0]
+        for f in (tmp_path / "panes_native" / "v2" / "windows").glob("*.parquet")
+    }
     assert writer == {"parquet-cpp-arrow" if how == "collected" else "parquet-mr"}
 
 
@@ -254,8 +362,17 @@ def test_a_step_that_closes_no_window_hands_over_an_empty_relation(spark, tmp_pa
 
     t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
     batches = [[("a", t(1), 1)], [("a", t(5), 2)], [("b", t(12), 4)]]
-    run = _stepper(spark, tmp_path, {"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
-                                     "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}}, batches)
+    run = _stepper(
+        spark,
+        tmp_path,
+        {
+            "event_time": "ts",
+            "key": ["k"],
+            "window": {"tumbling": {"size": "10 seconds"}},
+            "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}},
+        },
+        batches,
+    )
     from panes.spark import native
 
     seen = []
@@ -265,6 +382,7 @@ def test_a_step_that_closes_no_window_hands_over_an_empty_relation(spark, tmp_pa
         def panes(df, b):
             seen.append((df.inputFiles(), df.schema, df))
             on_panes(df, b)
+
         run0(self, batch, batch_id, panes, on_dead_letters)
 
     monkeypatch.setattr(native.NativeStream, "run", run_seen)
@@ -281,9 +399,17 @@ def test_a_state_written_before_tables_were_listed_is_read_and_rewritten(spark, 
     import json
 
     t = lambda s: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=s)  # noqa: E731
-    run = _stepper(spark, tmp_path, {"event_time": "ts", "key": ["k"], "window": {"tumbling": {"size": "10 seconds"}},
-                                     "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}},
-                   [[("a", t(1), 1), ("b", t(3), 2)], [("a", t(12), 4)]])
+    run = _stepper(
+        spark,
+        tmp_path,
+        {
+            "event_time": "ts",
+            "key": ["k"],
+            "window": {"tumbling": {"size": "10 seconds"}},
+            "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}},
+        },
+        [[("a", t(1), 1), ("b", t(3), 2)], [("a", t(12), 4)]],
+    )
     assert run(0) == []
     meta = tmp_path / "panes_native" / "v0" / "meta.json"
     meta.write_text(json.dumps({k: v for k, v in json.loads(meta.read_text()).items() if k != "tables"}))

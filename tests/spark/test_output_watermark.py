@@ -17,16 +17,25 @@ from panes.spark.replay import replay_spark
 pytestmark = pytest.mark.spark
 
 KEYS = [f"k{i}" for i in range(1, 8)]
-PIPELINE = {"event_time": "t", "key": "k", "window": {"tumbling": {"size": 10_000}},
-            "allowed_lateness": 600_000, "trigger": {"after_count": 2}, "accumulation": "discarding",
-            "aggregates": {"s": {"sum": "v"}}}
+PIPELINE = {
+    "event_time": "t",
+    "key": "k",
+    "window": {"tumbling": {"size": 10_000}},
+    "allowed_lateness": 600_000,
+    "trigger": {"after_count": 2},
+    "accumulation": "discarding",
+    "aggregates": {"s": {"sum": "v"}},
+}
 
 
 def _holders(spark, buckets: int) -> list[str]:
     """The keys whose hash bucket (``planner.prepare``) is not k0's: only another bucket's holds
     can keep k0's window ON_TIME."""
-    rows = spark.createDataFrame([(k,) for k in ["k0", *KEYS]], "k STRING") \
-        .select("k", F.pmod(F.xxhash64("k"), F.lit(buckets)).alias("b")).collect()
+    rows = (
+        spark.createDataFrame([(k,) for k in ["k0", *KEYS]], "k STRING")
+        .select("k", F.pmod(F.xxhash64("k"), F.lit(buckets)).alias("b"))
+        .collect()
+    )
     bucket = {r.k: r.b for r in rows}
     holders = [k for k in KEYS if bucket[k] != bucket["k0"]]
     assert holders
@@ -50,9 +59,17 @@ def test_other_buckets_holds_keep_a_late_created_window_on_time_in_the_replay(sp
     # issue 32, case 1, over keys in 8 buckets: k0's window [10 s, 20 s) comes into being after the
     # watermark passed its end; the unfired records of keys in other buckets hold the output watermark
     late = [{"k": "k0", "v": 2, "t": 12_000}, {"k": "k0", "v": 3, "t": 13_000}]
-    scenario = load_scenario({"pipeline": {**PIPELINE, "watermark": {"punctuation": True}},
-                              "timeline": [{"add": [{"k": k, "v": 1, "t": 5000} for k in _holders(spark, 8)]},
-                                           {"watermark": 30_000}, {"add": late}, {"end": True}]})
+    scenario = load_scenario(
+        {
+            "pipeline": {**PIPELINE, "watermark": {"punctuation": True}},
+            "timeline": [
+                {"add": [{"k": k, "v": 1, "t": 5000} for k in _holders(spark, 8)]},
+                {"watermark": 30_000},
+                {"add": late},
+                {"end": True},
+            ],
+        }
+    )
     decisions = _decisions(monkeypatch)
     core = replay_core(scenario)
     assert core.panes[0]["k"] == "k0" and core.panes[0]["timing"] == "ON_TIME"
@@ -64,14 +81,17 @@ def test_write_stream_decides_the_provisional_panes(spark, tmp_path, monkeypatch
     src = tmp_path / "in"
     src.mkdir()
     holders = _holders(spark, 8)
-    batches = [[{"k": k, "v": 1, "t": 5000} for k in holders] + [{"k": holders[0], "v": 0, "t": 30_000}],
-               [{"k": "k0", "v": 2, "t": 12_000}, {"k": "k0", "v": 3, "t": 13_000}]]
+    batches = [
+        [{"k": k, "v": 1, "t": 5000} for k in holders] + [{"k": holders[0], "v": 0, "t": 30_000}],
+        [{"k": "k0", "v": 2, "t": 12_000}, {"k": "k0", "v": 3, "t": 13_000}],
+    ]
     df = spark.readStream.schema("k STRING, v LONG, t LONG").option("maxFilesPerTrigger", 1).json(str(src))
     result = panes.window(df, PIPELINE, buckets=8, plan="stateful")
     seen: list = []
     decisions = _decisions(monkeypatch)
-    q = result.write_stream(lambda d, i: seen.extend(r.asDict() for r in d.collect()), lambda d, i: None,
-                            checkpoint=str(tmp_path / "ck"))
+    q = result.write_stream(
+        lambda d, i: seen.extend(r.asDict() for r in d.collect()), lambda d, i: None, checkpoint=str(tmp_path / "ck")
+    )
     try:
         base = time.time() - 1000
         for n, rows in enumerate(batches):

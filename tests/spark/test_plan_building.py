@@ -122,11 +122,10 @@ def test_with_the_switch_off_nothing_is_patched(spark, monkeypatch):
     monkeypatch.delenv(session.FAST_PLANNING, raising=False)
     jvm = spark.sparkContext._jvm
     debugging, before = U._enable_debugging_cache, dict(vars(jvm))
-    with session.plan_building():
-        with session.plan_building():
-            assert not session.fast_planning()
-            assert session.patches() == [] and session.active_blocks() == 0
-            assert U._enable_debugging_cache == debugging
-            assert dict(vars(jvm)) == before
-            assert not set(session.HOT_CLASSES) & set(vars(jvm))
+    with session.plan_building(), session.plan_building():
+        assert not session.fast_planning()
+        assert session.patches() == [] and session.active_blocks() == 0
+        assert U._enable_debugging_cache == debugging
+        assert dict(vars(jvm)) == before
+        assert not set(session.HOT_CLASSES) & set(vars(jvm))
     assert U._enable_debugging_cache == debugging and dict(vars(jvm)) == before

@@ -3,14 +3,13 @@ dead letters (reasons, records, watermarks, windows): on the stateful plan (the 
 transformWithStateInPandas) for all of them, and on the native plan for every one it supports."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from panes.scenario import dumps, load_scenario, replay_core
 from panes.spark.native import stream_unsupported
 from panes.spark.replay import replay_spark
-
-from pathlib import Path
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))
 
@@ -47,25 +46,37 @@ def _random_scenario(seed):
     import random
 
     rnd = random.Random(seed)
-    triggers = [{"after_watermark": {"early": {"count": 2}, "late": {"count": 1}}},
-                {"repeatedly": {"after_any": [{"after_count": 3}, {"after_processing_time": 1500}]}},
-                {"after_watermark": {"early": {"every": 1000}}}]
+    triggers = [
+        {"after_watermark": {"early": {"count": 2}, "late": {"count": 1}}},
+        {"repeatedly": {"after_any": [{"after_count": 3}, {"after_processing_time": 1500}]}},
+        {"after_watermark": {"early": {"every": 1000}}},
+    ]
     windows = [{"tumbling": {"size": 4000}}, {"hopping": {"size": 6000, "hop": 2000}}, {"session": {"gap": 1500}}]
     timeline, clock = [], 0
     for _ in range(6):
         clock += rnd.randint(0, 1500)
-        recs = [{"k": rnd.choice("abc"), "t": rnd.randint(0, 20_000), "v": rnd.randint(0, 9)}
-                for _ in range(rnd.randint(1, 5))]
+        recs = [
+            {"k": rnd.choice("abc"), "t": rnd.randint(0, 20_000), "v": rnd.randint(0, 9)}
+            for _ in range(rnd.randint(1, 5))
+        ]
         timeline.append({"processing_time": clock, "add": recs})
         if rnd.random() < 0.4:
             clock += 1000
             timeline.append({"processing_time": clock})
     timeline.append({"end": True})
-    return {"pipeline": {"event_time": "t", "key": "k", "window": windows[seed % 3],
-                         "trigger": triggers[seed % 3], "accumulation": ["retracting", "discarding", "accumulating"][seed % 3],
-                         "watermark": {"max_delay": 3000}, "allowed_lateness": 2000,
-                         "aggregates": {"s": {"sum": "v"}, "m": {"max": "v"}, "vals": {"collect_list": "v"}}},
-            "timeline": timeline}
+    return {
+        "pipeline": {
+            "event_time": "t",
+            "key": "k",
+            "window": windows[seed % 3],
+            "trigger": triggers[seed % 3],
+            "accumulation": ["retracting", "discarding", "accumulating"][seed % 3],
+            "watermark": {"max_delay": 3000},
+            "allowed_lateness": 2000,
+            "aggregates": {"s": {"sum": "v"}, "m": {"max": "v"}, "vals": {"collect_list": "v"}},
+        },
+        "timeline": timeline,
+    }
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -83,25 +94,45 @@ def _random_default_trigger_scenario(seed):
     import random
 
     rnd = random.Random(100 + seed)
-    windows = [{"tumbling": {"size": 4000, "offset": 500}}, {"hopping": {"size": 6000, "hop": 2000}},
-               {"hopping": {"size": 2000, "hop": 5000}}, {"session": {"gap": 1500}}]
+    windows = [
+        {"tumbling": {"size": 4000, "offset": 500}},
+        {"hopping": {"size": 6000, "hop": 2000}},
+        {"hopping": {"size": 2000, "hop": 5000}},
+        {"session": {"gap": 1500}},
+    ]
     timeline = []
     for _ in range(7):
-        recs = [{"k": rnd.choice("abc"), "t": rnd.randint(0, 25_000), "v": rnd.choice([None, *range(10)])}
-                for _ in range(rnd.randint(1, 6))]
+        recs = [
+            {"k": rnd.choice("abc"), "t": rnd.randint(0, 25_000), "v": rnd.choice([None, *range(10)])}
+            for _ in range(rnd.randint(1, 6))
+        ]
         timeline.append({"add": recs})
         if rnd.random() < 0.3:
             timeline.append({"watermark": rnd.randint(0, 20_000)})
     timeline.append({"end": True})
-    return {"pipeline": {"event_time": "t", "key": [] if seed % 2 else "k", "window": windows[seed % 4],
-                         "watermark": {"max_delay": rnd.choice([0, 2000])},
-                         "allowed_lateness": rnd.choice([0, 3000]),
-                         "aggregates": {"n": {"count": "*"}, "c": {"count": "v"}, "s": {"sum": "v"},
-                                        "lo": {"min": "v"}, "a": {"avg": "v"}, "f": {"first": "v"},
-                                        "l": {"last": "v"}, "vals": {"collect_list": "v"},
-                                        "d": {"count_distinct": "v"}, "top": {"top_k": {"column": "v", "k": 2}},
-                                        "med": {"median": "v"}}},
-            "timeline": timeline}
+    return {
+        "pipeline": {
+            "event_time": "t",
+            "key": [] if seed % 2 else "k",
+            "window": windows[seed % 4],
+            "watermark": {"max_delay": rnd.choice([0, 2000])},
+            "allowed_lateness": rnd.choice([0, 3000]),
+            "aggregates": {
+                "n": {"count": "*"},
+                "c": {"count": "v"},
+                "s": {"sum": "v"},
+                "lo": {"min": "v"},
+                "a": {"avg": "v"},
+                "f": {"first": "v"},
+                "l": {"last": "v"},
+                "vals": {"collect_list": "v"},
+                "d": {"count_distinct": "v"},
+                "top": {"top_k": {"column": "v", "k": 2}},
+                "med": {"median": "v"},
+            },
+        },
+        "timeline": timeline,
+    }
 
 
 def _same_on_native_plan_and_core(spark, scenario):
@@ -171,8 +202,11 @@ def _random_session_scenario(seed, dense: bool = False):
     for _ in range(8):
         recs = []
         for _ in range(rnd.randint(10, 25) if dense else rnd.randint(1, 6)):
-            r = {"k": rnd.choice("ab"), "t": rnd.choice([rnd.randint(0, span), 1000 * rnd.randint(0, span // 1000)]),
-                 "v": rnd.choice([None, *range(5)])}
+            r = {
+                "k": rnd.choice("ab"),
+                "t": rnd.choice([rnd.randint(0, span), 1000 * rnd.randint(0, span // 1000)]),
+                "v": rnd.choice([None, *range(5)]),
+            }
             if per_record:
                 r["g"] = rnd.choice([500, 1000, 3000])
             recs.append(r)
@@ -181,12 +215,17 @@ def _random_session_scenario(seed, dense: bool = False):
             timeline.append({"watermark": rnd.randint(0, 15_000)})
     timeline.append({"end": True})
     window = {"session": {"gap_column": "g"}} if per_record else {"session": {"gap": 1000}}
-    return {"pipeline": {"event_time": "t", "key": [] if seed == 2 else "k", "window": window,
-                         "watermark": {"max_delay": rnd.choice([0, 2000])},
-                         "allowed_lateness": rnd.choice([0, 3000]),
-                         "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}, "f": {"first": "v"},
-                                        "vals": {"collect_list": "v"}}},
-            "timeline": timeline}
+    return {
+        "pipeline": {
+            "event_time": "t",
+            "key": [] if seed == 2 else "k",
+            "window": window,
+            "watermark": {"max_delay": rnd.choice([0, 2000])},
+            "allowed_lateness": rnd.choice([0, 3000]),
+            "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}, "f": {"first": "v"}, "vals": {"collect_list": "v"}},
+        },
+        "timeline": timeline,
+    }
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -210,25 +249,45 @@ def _random_counting_trigger_scenario(seed):
 
     rnd = random.Random(200 + seed)
     windows = [{"tumbling": {"size": 4000}}, {"hopping": {"size": 6000, "hop": 2000}}, {"global": {}}]
-    triggers = [{"after_watermark": {"early": {"count": 1}}},
-                {"after_watermark": {"early": {"count": 2}, "late": {"count": 1}}},
-                {"after_watermark": {"late": {"count": 2}}},
-                {"after_watermark": {"early": {"after_count": 3}, "late": {"count": 1}}}]
+    triggers = [
+        {"after_watermark": {"early": {"count": 1}}},
+        {"after_watermark": {"early": {"count": 2}, "late": {"count": 1}}},
+        {"after_watermark": {"late": {"count": 2}}},
+        {"after_watermark": {"early": {"after_count": 3}, "late": {"count": 1}}},
+    ]
     timeline = []
     for _ in range(7):
-        timeline.append({"add": [{"k": rnd.choice("ab"), "t": rnd.randint(0, 20_000), "v": rnd.choice([None, *range(10)])}
-                                 for _ in range(rnd.randint(1, 6))]})
+        timeline.append(
+            {
+                "add": [
+                    {"k": rnd.choice("ab"), "t": rnd.randint(0, 20_000), "v": rnd.choice([None, *range(10)])}
+                    for _ in range(rnd.randint(1, 6))
+                ]
+            }
+        )
         if rnd.random() < 0.3:
             timeline.append({"watermark": rnd.randint(0, 20_000)})
     timeline.append({"end": True})
     trigger = triggers[seed % 4]
-    return {"pipeline": {"event_time": "t", "key": "k", "window": windows[seed % 3], "trigger": trigger,
-                         "accumulation": ["accumulating", "discarding", "retracting"][seed % 3],
-                         "allowed_lateness": 3000 if "late" in trigger["after_watermark"] else 0,
-                         "watermark": {"max_delay": rnd.choice([0, 2000])},
-                         "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}, "vals": {"collect_list": "v"},
-                                        "a": {"avg": "v"}, "hi": {"max": "v"}}},
-            "timeline": timeline}
+    return {
+        "pipeline": {
+            "event_time": "t",
+            "key": "k",
+            "window": windows[seed % 3],
+            "trigger": trigger,
+            "accumulation": ["accumulating", "discarding", "retracting"][seed % 3],
+            "allowed_lateness": 3000 if "late" in trigger["after_watermark"] else 0,
+            "watermark": {"max_delay": rnd.choice([0, 2000])},
+            "aggregates": {
+                "n": {"count": "*"},
+                "s": {"sum": "v"},
+                "vals": {"collect_list": "v"},
+                "a": {"avg": "v"},
+                "hi": {"max": "v"},
+            },
+        },
+        "timeline": timeline,
+    }
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -240,13 +299,26 @@ def test_random_counting_trigger_timelines_same_on_native_plan_and_core(spark, s
 def test_a_retraction_names_the_pane_it_takes_back_from_an_earlier_micro_batch(spark):
     """Retracting mode: each pane is taken back, in a later micro-batch, under its own timing and
     index (the native plan keeps the last pane between micro-batches: EARLY, ON_TIME, LATE)."""
-    scenario = load_scenario({
-        "pipeline": {"event_time": "t", "window": {"tumbling": {"size": 10000}},
-                     "trigger": {"after_watermark": {"early": {"count": 1}, "late": {"count": 1}}},
-                     "accumulation": "retracting", "allowed_lateness": 10000,
-                     "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}}},
-        "timeline": [{"add": [{"t": 1000, "v": 1}]}, {"add": [{"t": 2000, "v": 2}]}, {"watermark": 10000},
-                     {"add": [{"t": 3000, "v": 3}]}, {"add": [{"t": 4000, "v": 4}]}, {"end": True}]})
+    scenario = load_scenario(
+        {
+            "pipeline": {
+                "event_time": "t",
+                "window": {"tumbling": {"size": 10000}},
+                "trigger": {"after_watermark": {"early": {"count": 1}, "late": {"count": 1}}},
+                "accumulation": "retracting",
+                "allowed_lateness": 10000,
+                "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}},
+            },
+            "timeline": [
+                {"add": [{"t": 1000, "v": 1}]},
+                {"add": [{"t": 2000, "v": 2}]},
+                {"watermark": 10000},
+                {"add": [{"t": 3000, "v": 3}]},
+                {"add": [{"t": 4000, "v": 4}]},
+                {"end": True},
+            ],
+        }
+    )
     on_spark = replay_spark(scenario, spark=spark, plan="native")
     taken_back = [(p["timing"], p["pane_index"], p["n"], p["s"]) for p in on_spark.panes if p["retraction"]]
     assert taken_back == [("EARLY", 0, 1, 1), ("EARLY", 1, 2, 3), ("ON_TIME", 2, 2, 3), ("LATE", 3, 3, 6)]

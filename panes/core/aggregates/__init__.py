@@ -15,6 +15,23 @@ from .percentile import Median, Percentile
 from .registry import FUNCTIONS, make_aggregate
 
 __all__ = [
-    "Aggregate", "AggregateFn", "Avg", "CollectList", "CombineFn", "Count", "CountDistinct", "FUNCTIONS", "First",
-    "Last", "Max", "Median", "Min", "Percentile", "Sum", "TopK", "UserCombine", "load_combine_fn", "make_aggregate",
+    "Aggregate",
+    "AggregateFn",
+    "Avg",
+    "CollectList",
+    "CombineFn",
+    "Count",
+    "CountDistinct",
+    "FUNCTIONS",
+    "First",
+    "Last",
+    "Max",
+    "Median",
+    "Min",
+    "Percentile",
+    "Sum",
+    "TopK",
+    "UserCombine",
+    "load_combine_fn",
+    "make_aggregate",
 ]

@@ -84,6 +84,7 @@ class AggregateFn:
         (count 0, count_distinct 0, collect_list and top_k []), else None (min, max, avg, first,
         last, median, percentile)."""
         return self.extract(self.create())
+
     def input(self, values: dict, rows: np.ndarray) -> Any:
         """What ``add_group`` gets of a batch's input columns (``values``) for the group's ``rows``:
         the aggregate's own column (None when it reads none)."""

@@ -97,8 +97,9 @@ def load_combine_fn(ref: str) -> CombineFn:
         try:
             fn = obj()
         except Exception as e:
-            raise ValueError(f"combine function {ref!r} is not a CombineFn class or a factory of one: "
-                             f"{ref}() failed: {e}") from None
+            raise ValueError(
+                f"combine function {ref!r} is not a CombineFn class or a factory of one: {ref}() failed: {e}"
+            ) from None
     for method in ("create_accumulator", "add_input", "merge_accumulators", "extract_output"):
         if not hasattr(fn, method):
             raise ValueError(f"combine function {ref!r} is not a CombineFn: it has no {method}() method")

@@ -9,5 +9,18 @@ from .ingest import BatchRows, Ingested, IngestStrategy
 from .state import TS, DeadLetter, EngineState, Pane, StepResult, WindowState
 from .window_ops import WindowOps
 
-__all__ = ["BatchRows", "DeadLetter", "Engine", "EngineState", "INGEST", "IngestStrategy", "Ingested", "Pane",
-           "StepResult", "TS", "WindowOps", "WindowState", "sort_key"]
+__all__ = [
+    "BatchRows",
+    "DeadLetter",
+    "Engine",
+    "EngineState",
+    "INGEST",
+    "IngestStrategy",
+    "Ingested",
+    "Pane",
+    "StepResult",
+    "TS",
+    "WindowOps",
+    "WindowState",
+    "sort_key",
+]

@@ -68,9 +68,17 @@ class Engine:
     def new_state(self) -> EngineState:
         return EngineState()
 
-    def step(self, state: EngineState, batch: pd.DataFrame | None = None, *, watermark: int | None = None,
-             processing_time: int | None = None, end: bool = False,
-             record_of: Callable[[int], dict] | None = None, active: bool = False) -> StepResult:
+    def step(
+        self,
+        state: EngineState,
+        batch: pd.DataFrame | None = None,
+        *,
+        watermark: int | None = None,
+        processing_time: int | None = None,
+        end: bool = False,
+        record_of: Callable[[int], dict] | None = None,
+        active: bool = False,
+    ) -> StepResult:
         """One replay step: the clock moves, the batch is ingested (lateness against the current
         watermark), the watermark moves by the pipeline's strategy and any explicit ``watermark``,
         then what is due fires. ``active``: records arrived even if none is valid (idleness)."""
@@ -83,8 +91,14 @@ class Engine:
         if batch is not None and has_data:
             out.extend(self.ingest(state, batch, record_of=record_of))
         strategy = self.p.watermark
-        new_wm = rules.watermark_after(state.watermark, state.max_event_time, strategy.max_delay,
-                                       strategy.punctuation, MIN_TIME if watermark is None else watermark, end)
+        new_wm = rules.watermark_after(
+            state.watermark,
+            state.max_event_time,
+            strategy.max_delay,
+            strategy.punctuation,
+            MIN_TIME if watermark is None else watermark,
+            end,
+        )
         out.extend(self.advance(state, new_wm))
         out.output_watermark = self.output_watermark(state)
         return out
@@ -108,8 +122,14 @@ class Engine:
         idle_since = state.last_data_time if state.last_data_time is not None else MIN_TIME
         best = MIN_TIME
         # close windows one after another while each one's timeout has run out
-        ends = sorted({ws.end for wins in state.keys.values() for ws in wins.values()
-                       if ws.end > state.watermark and ws.end < MAX_TIME})
+        ends = sorted(
+            {
+                ws.end
+                for wins in state.keys.values()
+                for ws in wins.values()
+                if ws.end > state.watermark and ws.end < MAX_TIME
+            }
+        )
         for e in ends:
             start_of_timeout = max(e, idle_since)
             if pt >= start_of_timeout + timeout:
@@ -118,8 +138,13 @@ class Engine:
                 break
         return best
 
-    def ingest(self, state: EngineState, batch: pd.DataFrame, processing_time: int | None = None,
-               record_of: Callable[[int], dict] | None = None) -> StepResult:
+    def ingest(
+        self,
+        state: EngineState,
+        batch: pd.DataFrame,
+        processing_time: int | None = None,
+        record_of: Callable[[int], dict] | None = None,
+    ) -> StepResult:
         """Add a batch of valid rows (``__ts`` int64 ms, the key and value columns)."""
         if processing_time is not None:
             state.processing_time = max(state.processing_time, processing_time)
@@ -131,8 +156,7 @@ class Engine:
         ingested = Ingested()
         self.strategy.ingest(state, rows, ingested)
         if ingested.missed:
-            out.dead_letters.extend(late_letters(ingested, batch, rows.watermark, record_of,
-                                                 self.p.window.report_end))
+            out.dead_letters.extend(late_letters(ingested, batch, rows.watermark, record_of, self.p.window.report_end))
             state.metrics["rows_late"] += len(ingested.late)
             state.metrics["rows_closed"] += len(ingested.missed) - len(ingested.late)
         out.counted, out.in_no_window = ingested.counted(len(batch)), ingested.in_no_window
@@ -175,8 +199,9 @@ class Engine:
             self._wake(state, ws)
         return ordered(fired)
 
-    def advance(self, state: EngineState, watermark: int | None = None,
-                processing_time: int | None = None, idle: bool = True) -> StepResult:
+    def advance(
+        self, state: EngineState, watermark: int | None = None, processing_time: int | None = None, idle: bool = True
+    ) -> StepResult:
         """Move the watermark / processing time and fire what their timers make due. With an
         idleness timeout (and ``idle``: no record arrived at this instant), windows the timeout
         closes move the watermark to their end."""
@@ -201,8 +226,9 @@ class Engine:
                     # the garbage-collection timer: the final pane, if there is something to say
                     self.holds.release(state, ws)
                     if not ws.closed:
-                        emitted.extend(self.firing.emit(state, key, ws, Ctx(wm, pt, ws.end, self.ops.merging),
-                                                        final=True))
+                        emitted.extend(
+                            self.firing.emit(state, key, ws, Ctx(wm, pt, ws.end, self.ops.merging), final=True)
+                        )
                     del wins[w]
                 elif self._timers_fire(ws, wm, pt):
                     self.holds.release(state, ws)
@@ -227,7 +253,8 @@ class Engine:
         passed its end) or a processing-time timer (the clock is after it)."""
         trig = ws.trig
         return (trig.eow and rules.end_passed(ws.end, wm)) or bool(
-            trig.clock and rules.processing_timer_fires(trig.clock[0], pt))
+            trig.clock and rules.processing_timer_fires(trig.clock[0], pt)
+        )
 
     @staticmethod
     def _consume_timers(ws: WindowState, wm: int, pt: int) -> None:

@@ -92,7 +92,8 @@ class Firing:
             self.failed(ws, e)
             return out
         skip = self.only_updated_panes and (
-            ws.new_count == 0 or (not self.discarding and values_equal(values, ws.last_values)))
+            ws.new_count == 0 or (not self.discarding and values_equal(values, ws.last_values))
+        )
         if not skip:
             order_key = (ws.end, ws.start, tuple(sort_key(v) for v in key))
             if self.retracting:
@@ -137,8 +138,9 @@ class Firing:
         """The window's pipeline failed: no pane; the rows it ran over go to the dead letters with
         the error, and leave the window (a later pane runs over the rows that come after them)."""
         windows = () if self.is_global else ((ws.start, self.report_end(ws.end)),)
-        self.dead_letters += [DeadLetter(Reason.WINDOW_PIPELINE_FAILED, r, None, windows, error.detail)
-                              for r in error.records]
+        self.dead_letters += [
+            DeadLetter(Reason.WINDOW_PIPELINE_FAILED, r, None, windows, error.detail) for r in error.records
+        ]
         ws.acc = [a.create() for a in self.aggs]
         ws.new_count = 0
 
@@ -150,11 +152,24 @@ class Firing:
         """The panes a new pane of ``ws`` restates: those of the windows merged into it, and its
         own previous one."""
         rend = self.report_end
-        out = [Pane(key, s, rend(e), tm, idx, False, True, vals, prov)
-               for (s, e, vals, idx, tm, prov) in ws.pending_retractions]
+        out = [
+            Pane(key, s, rend(e), tm, idx, False, True, vals, prov)
+            for (s, e, vals, idx, tm, prov) in ws.pending_retractions
+        ]
         ws.pending_retractions = []
         if ws.last_values is not None:
-            out.append(Pane(key, ws.start, rend(ws.end), cast(str, ws.last_timing), ws.next_index - 1, False, True,
-                            ws.last_values, ws.last_provisional))
+            out.append(
+                Pane(
+                    key,
+                    ws.start,
+                    rend(ws.end),
+                    cast(str, ws.last_timing),
+                    ws.next_index - 1,
+                    False,
+                    True,
+                    ws.last_values,
+                    ws.last_provisional,
+                )
+            )
         state.metrics["retractions"] += len(out)
         return out

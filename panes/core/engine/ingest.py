@@ -103,8 +103,13 @@ def key_codes(batch: pd.DataFrame, key_columns: Sequence[str]) -> tuple[np.ndarr
     return codes, [tuple(v.item() if isinstance(v, np.generic) else v for v in k) for k in keys]
 
 
-def late_letters(ingested: Ingested, batch: pd.DataFrame, watermark: int,
-                 record_of: Callable[[int], dict] | None, report_end: Callable[[int], int]) -> list[DeadLetter]:
+def late_letters(
+    ingested: Ingested,
+    batch: pd.DataFrame,
+    watermark: int,
+    record_of: Callable[[int], dict] | None,
+    report_end: Callable[[int], int],
+) -> list[DeadLetter]:
     """The dead letters of rows that missed windows, in row order, naming the windows: ``late``
     when one of them had expired, else ``window_closed``."""
     out = []

@@ -37,8 +37,16 @@ class MergingWindowsIngest:
             if not wins:
                 del state.keys[key]
 
-    def _ingest_key(self, state: EngineState, key: tuple, wins: dict, grp: np.ndarray, ends: np.ndarray,
-                    rows: BatchRows, out: Ingested) -> None:
+    def _ingest_key(
+        self,
+        state: EngineState,
+        key: tuple,
+        wins: dict,
+        grp: np.ndarray,
+        ends: np.ndarray,
+        rows: BatchRows,
+        out: Ingested,
+    ) -> None:
         ts, wm, ops = rows.ts, rows.watermark, self.ops
         # late proto-sessions: expired already
         alive = []
@@ -83,8 +91,7 @@ class MergingWindowsIngest:
                     ws = wins[new_w]
                     ws.hold = None
                 else:
-                    ws = wins[new_w] = self.merge([wins.pop(w) for w in overlapping], new_w, wm,
-                                                  rows.processing_time)
+                    ws = wins[new_w] = self.merge([wins.pop(w) for w in overlapping], new_w, wm, rows.processing_time)
             added = np.asarray(members, dtype=np.int64)
             ops.add(ws, added, ts, rows.seq, rows.values, wm, rows.processing_time)
             out.touch(key, new_w, added)
@@ -113,8 +120,9 @@ class MergingWindowsIngest:
                 continue
             ws.pending_retractions.extend(o.pending_retractions)
             if o.last_values is not None:
-                ws.pending_retractions.append((o.start, o.end, o.last_values, o.next_index - 1, o.last_timing,
-                                               o.last_provisional))
+                ws.pending_retractions.append(
+                    (o.start, o.end, o.last_values, o.next_index - 1, o.last_timing, o.last_provisional)
+                )
         return ws
 
     def purge(self, state: EngineState) -> None:

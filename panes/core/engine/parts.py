@@ -54,14 +54,16 @@ class StageWatermarks:
         ran = {r.part: r for r in reports}
         others = min((h for part, h in self.last.items() if part not in ran), default=END_OF_INPUT)
         watermark = max(r.watermark for r in reports)
-        self.output = tuple(rules.output_watermark(watermark, min([others] + [r.holds[i] for r in reports]))
-                            for i in range(PHASES))
+        self.output = tuple(
+            rules.output_watermark(watermark, min([others] + [r.holds[i] for r in reports])) for i in range(PHASES)
+        )
         for r in reports:
             self.last[r.part] = r.holds[PHASES]
         return self.output
 
-    def timing(self, provisional: int, timing: str, phase: int, window_end: int, pane: tuple,
-               retraction: bool) -> str | None:
+    def timing(
+        self, provisional: int, timing: str, phase: int, window_end: int, pane: tuple, retraction: bool
+    ) -> str | None:
         """The timing of a pane of the current bundle (None: not emitted, an empty LATE pane).
         ``pane``: (key, start, end, index), to find a retraction's decision again."""
         if not provisional:

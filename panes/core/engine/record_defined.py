@@ -83,8 +83,9 @@ class RecordDefinedIngest:
             if not wins:
                 del state.keys[key]
 
-    def _ingest_key(self, state: EngineState, key: tuple, wins: dict, grp: np.ndarray, rows: BatchRows,
-                    out: Ingested) -> None:
+    def _ingest_key(
+        self, state: EngineState, key: tuple, wins: dict, grp: np.ndarray, rows: BatchRows, out: Ingested
+    ) -> None:
         wm, pt, ops = rows.watermark, rows.processing_time, self.ops
         new_ts = rows.ts[grp]
         # 1. windows that existed before get the new records that fall in them
@@ -101,8 +102,9 @@ class RecordDefinedIngest:
             ops.add(ws, grp[lo:hi], rows.ts, rows.seq, rows.values, wm, pt)
             out.touch(key, w, grp[lo:hi])
         # 2. retain the new records, then create the windows they define
-        recs = state.records[key] = concat_records(state.records.get(key), new_ts, rows.seq[grp],
-                                                   {c: v[grp] for c, v in rows.values.items()})
+        recs = state.records[key] = concat_records(
+            state.records.get(key), new_ts, rows.seq[grp], {c: v[grp] for c, v in rows.values.items()}
+        )
         for w in sorted(self._candidates(recs.ts, new_ts)):
             if w in wins:
                 continue
@@ -110,7 +112,7 @@ class RecordDefinedIngest:
             if sl.start == sl.stop:
                 continue
             # the new records in the window
-            fresh = grp[int(np.searchsorted(new_ts, w[0], "left")):int(np.searchsorted(new_ts, w[1], "left"))]
+            fresh = grp[int(np.searchsorted(new_ts, w[0], "left")) : int(np.searchsorted(new_ts, w[1], "left"))]
             if ops.is_expired(w[1], wm):
                 # a window that is already closed: the new records in it missed it
                 for i in fresh.tolist():
@@ -146,5 +148,6 @@ class RecordDefinedIngest:
             if cut >= len(recs.ts):
                 del state.records[key]
             elif cut > 0:
-                state.records[key] = KeyRecords(recs.ts[cut:], recs.seq[cut:],
-                                                {c: v[cut:] for c, v in recs.values.items()})
+                state.records[key] = KeyRecords(
+                    recs.ts[cut:], recs.seq[cut:], {c: v[cut:] for c, v in recs.values.items()}
+                )

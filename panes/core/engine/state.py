@@ -45,8 +45,19 @@ class WindowState:
     hold it puts on the output watermark (``hold``: None, or the instant; released at every firing)."""
 
     __slots__ = (
-        "start", "end", "acc", "trig", "new_count", "next_index", "last_values", "last_timing",
-        "last_provisional", "nonearly", "closed", "hold", "pending_retractions",
+        "start",
+        "end",
+        "acc",
+        "trig",
+        "new_count",
+        "next_index",
+        "last_values",
+        "last_timing",
+        "last_provisional",
+        "nonearly",
+        "closed",
+        "hold",
+        "pending_retractions",
     )
 
     def __init__(self, start: int, end: int, acc: list, trig: TriggerState):
@@ -89,10 +100,18 @@ class EngineState:
     wake_clock: int | None = None
     #: the output watermark as the current phase (clock move, records, watermark move) began
     phase: PhaseWatermark | None = None
-    metrics: dict = field(default_factory=lambda: {
-        "rows": 0, "rows_counted": 0, "rows_late": 0, "rows_closed": 0, "rows_in_gap": 0, "panes": 0,
-        "retractions": 0, "windows_open": 0,
-    })
+    metrics: dict = field(
+        default_factory=lambda: {
+            "rows": 0,
+            "rows_counted": 0,
+            "rows_late": 0,
+            "rows_closed": 0,
+            "rows_in_gap": 0,
+            "panes": 0,
+            "retractions": 0,
+            "windows_open": 0,
+        }
+    )
 
 
 @dataclass

@@ -35,8 +35,18 @@ class WindowOps:
         """A window that comes into being."""
         return WindowState(w[0], w[1], [a.create() for a in self.aggs], self.machine.new_state())
 
-    def add(self, ws: WindowState, rows: np.ndarray, ts: np.ndarray, seq: np.ndarray, values: dict,
-            watermark: int, processing_time: int, partials: list | None = None, group: int = 0) -> None:
+    def add(
+        self,
+        ws: WindowState,
+        rows: np.ndarray,
+        ts: np.ndarray,
+        seq: np.ndarray,
+        values: dict,
+        watermark: int,
+        processing_time: int,
+        partials: list | None = None,
+        group: int = 0,
+    ) -> None:
         """Add rows (indices into ``ts``, ``seq`` and ``values``) that came at this input
         ``watermark`` and clock to a window: its accumulators, from ``partials[j][group]`` where
         aggregate j has them, its trigger, and its hold."""

@@ -21,7 +21,23 @@ from .registry import BEAM_DEFAULT, NAMED, TRIGGERS, SpecSite, parse_trigger
 from .repeatedly import Repeatedly
 
 __all__ = [
-    "AfterAll", "AfterAny", "AfterCount", "AfterEach", "AfterProcessingTime", "AfterWatermark", "BEAM_DEFAULT",
-    "Ctx", "NAMED", "Never", "Node", "OrFinally", "Repeatedly", "SpecSite", "TRIGGERS", "Trigger",
-    "TriggerMachine", "TriggerState", "parse_trigger",
+    "AfterAll",
+    "AfterAny",
+    "AfterCount",
+    "AfterEach",
+    "AfterProcessingTime",
+    "AfterWatermark",
+    "BEAM_DEFAULT",
+    "Ctx",
+    "NAMED",
+    "Never",
+    "Node",
+    "OrFinally",
+    "Repeatedly",
+    "SpecSite",
+    "TRIGGERS",
+    "Trigger",
+    "TriggerMachine",
+    "TriggerState",
+    "parse_trigger",
 ]

@@ -3,8 +3,9 @@ element."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..rules import processing_timer_fires
 from .base import Ctx, Node, Trigger, TriggerState

@@ -3,8 +3,9 @@ EARLY firings before it and LATE firings after it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .base import Ctx, Node, Trigger, TriggerState
 
@@ -45,8 +46,10 @@ class AfterWatermark(Trigger):
         arg = arg or {}
         if not isinstance(arg, dict) or set(arg) - {"early", "late"}:
             raise ValueError(f"{site.path}.after_watermark takes only early and late")
-        early, late = (None if arg.get(phase) is None else site.parse_once(arg[phase], f"after_watermark.{phase}")
-                       for phase in ("early", "late"))
+        early, late = (
+            None if arg.get(phase) is None else site.parse_once(arg[phase], f"after_watermark.{phase}")
+            for phase in ("early", "late")
+        )
         return cls(early, late)
 
     def can_finish(self) -> bool:

@@ -14,8 +14,9 @@ trigger's ``Node`` (its slot in the window's ``TriggerState`` and its child node
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..rules import end_passed, processing_timer_fires
 
@@ -55,7 +56,7 @@ class TriggerState:
         """Remove and return the processing-time timers that fire at this clock."""
         due = [t for t in self.clock if processing_timer_fires(t, processing_time)]
         if due:
-            self.clock = self.clock[len(due):]
+            self.clock = self.clock[len(due) :]
         return due
 
 

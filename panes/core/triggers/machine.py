@@ -6,7 +6,7 @@ state) and hands each trigger its ``Node``; the triggers' own classes hold the s
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .base import Ctx, Node, Trigger, TriggerState
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .base import Ctx, Node, Trigger, TriggerState
 
@@ -26,8 +27,9 @@ class OrFinally(Trigger):
     def from_spec(cls, name: str, arg: Any, site: SpecSite) -> Trigger:
         if not isinstance(arg, dict) or set(arg) != {"trigger", "finally"}:
             raise ValueError(f"{site.path}.or_finally takes {{trigger: T, finally: T}}")
-        return cls(site.parse(arg["trigger"], "or_finally.trigger"),
-                   site.parse_once(arg["finally"], "or_finally.finally"))
+        return cls(
+            site.parse(arg["trigger"], "or_finally.trigger"), site.parse_once(arg["finally"], "or_finally.finally")
+        )
 
     def can_finish(self) -> bool:
         return True

@@ -7,8 +7,9 @@ machine, ``describe`` and ``from_spec``) and one line in ``TRIGGERS``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..time import parse_duration
 from .after_all import AfterAll
@@ -76,7 +77,7 @@ def parse_trigger(spec: Any, where: str = "trigger", once: bool = False) -> Trig
         return NAMED[spec]()
     if not isinstance(spec, dict) or len(spec) != 1:
         raise ValueError(f"{where}: a trigger is a mapping with one key ({', '.join(TRIGGERS)}) or 'default'")
-    (name, arg), = spec.items()
+    ((name, arg),) = spec.items()
     cls = TRIGGERS.get(name)
     if cls is None:
         raise ValueError(f"{where}: unknown trigger {name!r}")
@@ -110,9 +111,11 @@ class SpecSite:
         shorthands fire once there, and a trigger that can never finish is refused."""
         trigger = self.parse(spec, suffix, once=True)
         if not trigger.can_finish():
-            raise ValueError(f"{self.path}.{suffix}: {describe_name(trigger)} never finishes; Beam Java takes only a "
-                             f"trigger that fires once here ({JAVA_ONCE_SITES[suffix.split('[')[0]]}), "
-                             "panes one that can finish")
+            raise ValueError(
+                f"{self.path}.{suffix}: {describe_name(trigger)} never finishes; Beam Java takes only a "
+                f"trigger that fires once here ({JAVA_ONCE_SITES[suffix.split('[')[0]]}), "
+                "panes one that can finish"
+            )
         return trigger
 
     def repeat(self, trigger: Trigger) -> Trigger:

@@ -15,5 +15,19 @@ from .session import Sessions
 from .sliding import Sliding
 from .tumbling import Tumbling
 
-__all__ = ["GLOBAL_WINDOW", "Family", "GlobalWindows", "Hopping", "Inherited", "Sessions", "Sliding", "Tumbling",
-           "WINDOWS", "WINDOW_END", "WINDOW_START", "Window", "WindowFn", "parse_window"]
+__all__ = [
+    "GLOBAL_WINDOW",
+    "Family",
+    "GlobalWindows",
+    "Hopping",
+    "Inherited",
+    "Sessions",
+    "Sliding",
+    "Tumbling",
+    "WINDOWS",
+    "WINDOW_END",
+    "WINDOW_START",
+    "Window",
+    "WindowFn",
+    "parse_window",
+]

@@ -33,7 +33,7 @@ def parse_window(spec: Any) -> WindowFn:
         forms = [f"{{{k}: {{...}}}}" for k in WINDOWS if WINDOWS[k].options]
         forms += [k for k in WINDOWS if not WINDOWS[k].options]
         raise ValueError(f"window is one of {', '.join(forms)}")
-    (kind, options), = spec.items()
+    ((kind, options),) = spec.items()
     options = options or {}
     if not isinstance(options, dict):
         raise ValueError(f"{kind} options must be a mapping")

@@ -37,8 +37,15 @@ if TYPE_CHECKING:
     from .step import NativeStep
     from .store import NativeStream
 
-__all__ = ["NativeStep", "NativeStream", "STATE_DIR", "appends", "batch_unsupported", "never_late",
-           "stream_unsupported"]
+__all__ = [
+    "NativeStep",
+    "NativeStream",
+    "STATE_DIR",
+    "appends",
+    "batch_unsupported",
+    "never_late",
+    "stream_unsupported",
+]
 
 _LAZY = {"NativeStep": "step", "NativeStream": "store"}
 

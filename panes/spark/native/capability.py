@@ -55,6 +55,7 @@ NATIVE_AGGREGATES: dict[type, str] = {
     A.TopK: "partials:top_k",
 }
 
+
 def spark_form(ref: str) -> Any:
     """The attribute a registry names (``"module:attribute"`` under ``panes.spark.native``)."""
     module, attribute = ref.split(":")
@@ -67,8 +68,10 @@ def _aggregates_unsupported(p: Pipeline) -> str | None:
 
 
 #: why a window pipeline is not the native plans' (``panes.spark.window_pipeline`` runs it)
-WINDOW_PIPELINE = ("a window pipeline keeps its windows' rows in the engine's state (its SQL runs as Spark SQL "
-                   "over the rows of the windows that fire)")
+WINDOW_PIPELINE = (
+    "a window pipeline keeps its windows' rows in the engine's state (its SQL runs as Spark SQL "
+    "over the rows of the windows that fire)"
+)
 
 
 def batch_unsupported(p: Pipeline) -> str | None:

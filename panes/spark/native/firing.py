@@ -98,8 +98,11 @@ class Firing:
         # instead of hashing them. (A window has one kept row at most: first() takes its
         # values, of whatever type, max() would need an order.)
         counters = [c for c in s.trigger_state if c not in (LAST_PANE_VALUES, LAST_PANE_TIMING)]
-        last = [(f"{LAST_PANE_VALUE}{i}", a.output, output_type(a.fn, s.schema))
-                for i, a in enumerate(s.p.aggregates)] if LAST_PANE_VALUES in s.trigger_state else []
+        last = (
+            [(f"{LAST_PANE_VALUE}{i}", a.output, output_type(a.fn, s.schema)) for i, a in enumerate(s.p.aggregates)]
+            if LAST_PANE_VALUES in s.trigger_state
+            else []
+        )
         code = [LAST_PANE_TIMING_CODE] if last else []
         group, bounds = s.windows.grouping(False, bool(key))
         reached = rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE))
@@ -109,21 +112,40 @@ class Firing:
             # after_watermark fired each at its end-of-window timer, releasing its holds)
             "created_late": rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE)),
             # one grouping for the kept windows and the rows (each row its own partial): one shuffle
-            "rows_head": [*key, WINDOW_START, WINDOW_END, *[c for pt in s.parts for c in pt.one_row],
-                          F.lit(1).cast("long").alias(ROWS_ADDED)],
-            "rows_tail": [*[F.lit(None).alias(c) for c in counters],
-                          *[F.lit(None).cast(t).alias(n) for n, _, t in last],
-                          *[F.lit(None).cast("int").alias(c) for c in code], *metrics],
-            "kept": [*key, WINDOW_START, WINDOW_END, CREATED_LATE, *s.partial_columns, *counters,
-                     *[F.col(LAST_PANE_VALUES)[o].alias(n) for n, o, _ in last],
-                     *[timing_code(F.col(LAST_PANE_TIMING)).alias(c) for c in code],
-                     F.lit(0).cast("long").alias(ROWS_ADDED), *metrics],
+            "rows_head": [
+                *key,
+                WINDOW_START,
+                WINDOW_END,
+                *[c for pt in s.parts for c in pt.one_row],
+                F.lit(1).cast("long").alias(ROWS_ADDED),
+            ],
+            "rows_tail": [
+                *[F.lit(None).alias(c) for c in counters],
+                *[F.lit(None).cast(t).alias(n) for n, _, t in last],
+                *[F.lit(None).cast("int").alias(c) for c in code],
+                *metrics,
+            ],
+            "kept": [
+                *key,
+                WINDOW_START,
+                WINDOW_END,
+                CREATED_LATE,
+                *s.partial_columns,
+                *counters,
+                *[F.col(LAST_PANE_VALUES)[o].alias(n) for n, o, _ in last],
+                *[timing_code(F.col(LAST_PANE_TIMING)).alias(c) for c in code],
+                F.lit(0).cast("long").alias(ROWS_ADDED),
+                *metrics,
+            ],
             "group": [*key, *group],
-            "agg": [*[bounds[c].alias(c) for c in (WINDOW_START, WINDOW_END) if c in bounds],
-                    F.bool_and(CREATED_LATE).alias(CREATED_LATE), F.sum(ROWS_ADDED).alias(ROWS_ADDED),
-                    *[c for pt in s.parts for c in pt.merge],
-                    *[F.max(c).alias(c) for c in [*counters, *code, *metrics]],
-                    *[F.first(n, ignorenulls=True).alias(n) for n, _, _ in last]],
+            "agg": [
+                *[bounds[c].alias(c) for c in (WINDOW_START, WINDOW_END) if c in bounds],
+                F.bool_and(CREATED_LATE).alias(CREATED_LATE),
+                F.sum(ROWS_ADDED).alias(ROWS_ADDED),
+                *[c for pt in s.parts for c in pt.merge],
+                *[F.max(c).alias(c) for c in [*counters, *code, *metrics]],
+                *[F.first(n, ignorenulls=True).alias(n) for n, _, _ in last],
+            ],
             "fresh": self._fresh(metrics, last),
             **self._trigger_columns(reached),
             "final": [*self._after_rows(reached), *metrics],
@@ -133,18 +155,28 @@ class Firing:
         """The grouped windows with their trigger state (a new window's initial state)."""
         s = self.step
         if last:
-            values = F.when(F.col(LAST_PANE_TIMING_CODE).isNotNull(),
-                            F.struct(*[F.col(n).alias(o) for n, o, _ in last]))
+            values = F.when(
+                F.col(LAST_PANE_TIMING_CODE).isNotNull(), F.struct(*[F.col(n).alias(o) for n, o, _ in last])
+            )
             timing = timing_of(F.col(LAST_PANE_TIMING_CODE))
         else:
             values, timing = F.lit(None), F.lit(None).cast("string")
-        return [*s.p.key, WINDOW_START, WINDOW_END, CREATED_LATE, ROWS_ADDED, *s.partial_columns, *metrics,
-                F.coalesce(F.col(PHASE_COUNT), F.lit(0)).cast("long").alias(PHASE_COUNT),
-                F.coalesce(F.col(IN_LATE_PHASE), F.lit(False)).alias(IN_LATE_PHASE),
-                F.coalesce(F.col(NEW_ELEMENTS), F.lit(0)).cast("long").alias(NEW_ELEMENTS),
-                F.coalesce(F.col(NEXT_PANE_INDEX), F.lit(0)).cast("long").alias(NEXT_PANE_INDEX),
-                values.alias(LAST_PANE_VALUES), timing.alias(LAST_PANE_TIMING),
-                F.coalesce(F.col(NON_EARLY_EMITTED), F.lit(False)).alias(NON_EARLY_EMITTED)]
+        return [
+            *s.p.key,
+            WINDOW_START,
+            WINDOW_END,
+            CREATED_LATE,
+            ROWS_ADDED,
+            *s.partial_columns,
+            *metrics,
+            F.coalesce(F.col(PHASE_COUNT), F.lit(0)).cast("long").alias(PHASE_COUNT),
+            F.coalesce(F.col(IN_LATE_PHASE), F.lit(False)).alias(IN_LATE_PHASE),
+            F.coalesce(F.col(NEW_ELEMENTS), F.lit(0)).cast("long").alias(NEW_ELEMENTS),
+            F.coalesce(F.col(NEXT_PANE_INDEX), F.lit(0)).cast("long").alias(NEXT_PANE_INDEX),
+            values.alias(LAST_PANE_VALUES),
+            timing.alias(LAST_PANE_TIMING),
+            F.coalesce(F.col(NON_EARLY_EMITTED), F.lit(False)).alias(NON_EARLY_EMITTED),
+        ]
 
     def _trigger_columns(self, reached: Column) -> dict:
         """The rows' counts and the test of a window the rows fire: elements count for the
@@ -158,9 +190,12 @@ class Firing:
         # (withColumns per stage: each DataFrame call analyses the plan so far, and a chain of
         # one call per column made planning dominate the micro-batch)
         return {
-            "counted": {PHASE_COUNT: F.when(touched & counts, F.col(PHASE_COUNT) + F.col(ROWS_ADDED))
-                        .otherwise(F.col(PHASE_COUNT)),
-                        NEW_ELEMENTS: F.col(NEW_ELEMENTS) + F.col(ROWS_ADDED)},
+            "counted": {
+                PHASE_COUNT: F.when(touched & counts, F.col(PHASE_COUNT) + F.col(ROWS_ADDED)).otherwise(
+                    F.col(PHASE_COUNT)
+                ),
+                NEW_ELEMENTS: F.col(NEW_ELEMENTS) + F.col(ROWS_ADDED),
+            },
             "fires": touched & ((~late_phase & (reached | early)) | late),
         }
 
@@ -169,10 +204,13 @@ class Firing:
         on-time firing ends the early phase."""
         s = self.step
         fired = F.col(ROWS.column("fires"))
-        after = {IN_LATE_PHASE: F.col(IN_LATE_PHASE) | (fired & reached),
-                 PHASE_COUNT: F.when(fired, F.lit(0)).otherwise(F.col(PHASE_COUNT)).cast("long"),
-                 FIRED_PANES: F.filter(F.array(F.col(ROWS.column("retraction")), F.col(ROWS.column("pane"))),
-                                       lambda x: x.isNotNull())}
+        after = {
+            IN_LATE_PHASE: F.col(IN_LATE_PHASE) | (fired & reached),
+            PHASE_COUNT: F.when(fired, F.lit(0)).otherwise(F.col(PHASE_COUNT)).cast("long"),
+            FIRED_PANES: F.filter(
+                F.array(F.col(ROWS.column("retraction")), F.col(ROWS.column("pane"))), lambda x: x.isNotNull()
+            ),
+        }
         return [*[after.get(c, F.col(c)).alias(c) for c in s.state_columns], after[FIRED_PANES].alias(FIRED_PANES)]
 
     def watermark_moved(self, windows: DataFrame, wm_after: int) -> DataFrame:
@@ -192,18 +230,29 @@ class Firing:
         expired = rules.is_expired(end, s.p.allowed_lateness, wm, COLUMN)
         on_time = ~expired & ~F.col(IN_LATE_PHASE) & rules.end_passed(end, wm)
         # (the last pane is kept only to retract it)
-        last = {} if LAST_PANE_VALUES in s.trigger_state else \
-            {LAST_PANE_VALUES: F.lit(None), LAST_PANE_TIMING: F.lit(None).cast("string")}
+        last = (
+            {}
+            if LAST_PANE_VALUES in s.trigger_state
+            else {LAST_PANE_VALUES: F.lit(None), LAST_PANE_TIMING: F.lit(None).cast("string")}
+        )
         fires_on_time = F.col(FIRES_ON_TIME)
-        after = {IN_LATE_PHASE: F.col(IN_LATE_PHASE) | fires_on_time,
-                 PHASE_COUNT: F.when(fires_on_time, F.lit(0)).otherwise(F.col(PHASE_COUNT)).cast("long"),
-                 FIRED_PANES: F.concat(F.col(FIRED_PANES), F.filter(
-                     F.array(F.col(WATERMARK.column("retraction")), F.col(WATERMARK.column("pane"))),
-                     lambda x: x.isNotNull()))}
+        after = {
+            IN_LATE_PHASE: F.col(IN_LATE_PHASE) | fires_on_time,
+            PHASE_COUNT: F.when(fires_on_time, F.lit(0)).otherwise(F.col(PHASE_COUNT)).cast("long"),
+            FIRED_PANES: F.concat(
+                F.col(FIRED_PANES),
+                F.filter(
+                    F.array(F.col(WATERMARK.column("retraction")), F.col(WATERMARK.column("pane"))),
+                    lambda x: x.isNotNull(),
+                ),
+            ),
+        }
         return {
             "fired": {EXPIRES: expired, WATERMARK.column("fires"): expired | on_time, FIRES_ON_TIME: on_time, **last},
-            "final": [*[after.get(c, F.col(c)).alias(c) for c in s.state_columns],
-                      after[FIRED_PANES].alias(FIRED_PANES)],
+            "final": [
+                *[after.get(c, F.col(c)).alias(c) for c in s.state_columns],
+                after[FIRED_PANES].alias(FIRED_PANES),
+            ],
         }
 
     def _emit(self, w: DataFrame, phase: FiringPhase) -> DataFrame:
@@ -221,8 +270,11 @@ class Firing:
         late = F.col(CREATED_LATE) | F.col(NON_EARLY_EMITTED)
         end = F.col(WINDOW_END)
         # (the rows' firing: the watermark before the step; the watermark's: after it, or the end of input)
-        reached = rules.end_passed(end, F.col(WATERMARK_BEFORE)) if phase is ROWS else \
-            rules.on_time_reached(end, F.col(WATERMARK_AFTER))
+        reached = (
+            rules.end_passed(end, F.col(WATERMARK_BEFORE))
+            if phase is ROWS
+            else rules.on_time_reached(end, F.col(WATERMARK_AFTER))
+        )
         timing, emits = F.col(phase.column("timing")), F.col(phase.column("emits"))
         values = F.struct(*[self._value(a, pt).alias(a.output) for a, pt in zip(s.p.aggregates, s.parts)])
         return {
@@ -250,14 +302,21 @@ class Firing:
         values = F.col(phase.column("values"))
 
         def pane(vals: Column, tm: Column, idx: Column, last: Column, retraction: bool) -> Column:
-            return F.struct(vals.alias("v"), tm.alias("timing"), idx.alias("pane_index"), last.alias("is_last"),
-                            F.lit(retraction).alias("retraction"), F.lit(phase.emission_phase).alias("phase"))
+            return F.struct(
+                vals.alias("v"),
+                tm.alias("timing"),
+                idx.alias("pane_index"),
+                last.alias("is_last"),
+                F.lit(retraction).alias("retraction"),
+                F.lit(phase.emission_phase).alias("phase"),
+            )
 
         index = F.col(NEXT_PANE_INDEX)
         retraction = pane(F.col(LAST_PANE_VALUES), F.col(LAST_PANE_TIMING), index - 1, F.lit(False), True)
         return {
-            phase.column("retraction"): F.when(emits & F.lit(retracting) & F.col(LAST_PANE_VALUES).isNotNull(),
-                                               retraction),
+            phase.column("retraction"): F.when(
+                emits & F.lit(retracting) & F.col(LAST_PANE_VALUES).isNotNull(), retraction
+            ),
             phase.column("pane"): F.when(emits, pane(values, timing, index, final, False)),
             NEXT_PANE_INDEX: index + F.when(emits, 1).otherwise(0),
             LAST_PANE_VALUES: F.when(emits, values).otherwise(F.col(LAST_PANE_VALUES)),

@@ -32,8 +32,9 @@ def _long(value: int) -> Column:
 class FixedPlan(WindowPlan):
     """Windows whose bounds follow from a row's time; merged by a grouping."""
 
-    def combine(self, step: NativeStep, rows: DataFrame, state: DataFrame | None, wm: int,
-                metrics: list[str]) -> DataFrame:
+    def combine(
+        self, step: NativeStep, rows: DataFrame, state: DataFrame | None, wm: int, metrics: list[str]
+    ) -> DataFrame:
         """The default trigger (after_watermark with counts: ``firing``): the kept windows and the
         rows in one grouping, each row as its own partial, so one shuffle (Spark combines the
         rows map-side before it); without kept windows, the rows' partials. A window comes into
@@ -49,7 +50,9 @@ class FixedPlan(WindowPlan):
             return rows.groupBy(*key, *group).agg(
                 *[bounds[c].alias(c) for c in (WINDOW_START, WINDOW_END) if c in bounds],
                 created_late.alias(CREATED_LATE),
-                *[e.alias(n) for pt in step.parts for n, e in zip(pt.names, pt.of_rows)], *merge_metrics)
+                *[e.alias(n) for pt in step.parts for n, e in zip(pt.names, pt.of_rows)],
+                *merge_metrics,
+            )
         # (the columns in the state's order: each DataFrame step costs an analysis of the plan)
         created_late = rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE)).alias(CREATED_LATE)
         one_row = [c for pt in step.parts for c in pt.one_row]
@@ -63,7 +66,10 @@ class FixedPlan(WindowPlan):
         group, bounds = self.grouping(False, bool(step.p.key))
         return partials.groupBy(*step.p.key, *group).agg(
             *[bounds[c].alias(c) for c in (WINDOW_START, WINDOW_END) if c in bounds],
-            F.bool_and(CREATED_LATE).alias(CREATED_LATE), *[c for pt in step.parts for c in pt.merge], *(extra or []))
+            F.bool_and(CREATED_LATE).alias(CREATED_LATE),
+            *[c for pt in step.parts for c in pt.merge],
+            *(extra or []),
+        )
 
 
 class TumblingPlan(FixedPlan):

@@ -78,14 +78,25 @@ class LateSplit:
         ts = F.coalesce(F.col(TS), F.lit(0).cast("long"))
         ok = data & F.col(INVALID).isNull()
         bad = data & F.col(INVALID).isNotNull()
-        cols = {ROW_WATERMARK: F.unix_millis(F.col(WMARK)), ROW_TIME: ts, ROW_COUNTS: ok, ROW_MALFORMED: bad,
-                **{ROW_VALUE + c: v for c, v in self.values().items()}}
+        cols = {
+            ROW_WATERMARK: F.unix_millis(F.col(WMARK)),
+            ROW_TIME: ts,
+            ROW_COUNTS: ok,
+            ROW_MALFORMED: bad,
+            **{ROW_VALUE + c: v for c, v in self.values().items()},
+        }
         if s.never_late:
             cols[RECORD_JSON] = F.when(bad, self.record())
         if not s.windows.several_per_row:  # (several windows per row: exploded in each micro-batch)
             one = s.windows.row_window(ts)
-            cols.update({ROW_WINDOW_START: one[WINDOW_START], ROW_WINDOW_END: one[WINDOW_END],
-                         ROW_WINDOW_EXPIRY: s.expiry(one[WINDOW_END]), ROW_IN_WINDOW: ok & one[WINDOW_END].isNotNull()})
+            cols.update(
+                {
+                    ROW_WINDOW_START: one[WINDOW_START],
+                    ROW_WINDOW_END: one[WINDOW_END],
+                    ROW_WINDOW_EXPIRY: s.expiry(one[WINDOW_END]),
+                    ROW_IN_WINDOW: ok & one[WINDOW_END].isNotNull(),
+                }
+            )
         return cols
 
     def stream_columns(self, names: list[str]) -> list[str]:
@@ -98,8 +109,13 @@ class LateSplit:
         reads. The source's reader still reads what ``RECORD_JSON`` needs."""
         s = self.step
         read = {*s.p.key, *s.p.value_columns, *s.windows.read_columns()}
-        return [c for c in names if c not in (TS, PUNCT, CLOCK, WMARK) and not c.startswith(NUM)
-                and (not s.never_late or c.startswith("__panes") or c in read)]
+        return [
+            c
+            for c in names
+            if c not in (TS, PUNCT, CLOCK, WMARK)
+            and not c.startswith(NUM)
+            and (not s.never_late or c.startswith("__panes") or c in read)
+        ]
 
     def on_time(self, rows: DataFrame, wm: int, step_number: int = 0) -> DataFrame:
         """A stream step's prepared rows (with ``row_columns()``), a row per (row, window) for
@@ -115,15 +131,26 @@ class LateSplit:
         # its window then is the latest stamp's
         latest = wm + s.delay if s.never_late and MIN_TIME < wm < END_OF_INPUT else None
         # (the step's values as columns, not literals: see ``expressions``)
-        rows = constants(rows, {WATERMARK_BEFORE: wm, **({LATEST_STAMP: latest} if latest is not None else {}),
-                                **({STEP_NUMBER: step_number} if s.ordered else {})})
+        rows = constants(
+            rows,
+            {
+                WATERMARK_BEFORE: wm,
+                **({LATEST_STAMP: latest} if latest is not None else {}),
+                **({STEP_NUMBER: step_number} if s.ordered else {}),
+            },
+        )
         good, marks, (in_window, start, end, expiry) = self._windows(rows, latest is not None)
         expired = expiry <= F.col(WATERMARK_BEFORE) if wm > MIN_TIME else F.lit(False)
         late, keep = in_window & expired, in_window & ~expired
-        cols = {**marks, **{k: F.when(keep, F.col(k)) for k in s.p.key},
-                WINDOW_START: F.when(keep, start), WINDOW_END: F.when(keep, end)}
-        cols.update({c: F.when(keep, F.col(ROW_VALUE + c)) if c in cols else F.col(ROW_VALUE + c)
-                     for c in s.read_values})
+        cols = {
+            **marks,
+            **{k: F.when(keep, F.col(k)) for k in s.p.key},
+            WINDOW_START: F.when(keep, start),
+            WINDOW_END: F.when(keep, end),
+        }
+        cols.update(
+            {c: F.when(keep, F.col(ROW_VALUE + c)) if c in cols else F.col(ROW_VALUE + c) for c in s.read_values}
+        )
         return good.withColumns({**cols, IS_DEAD_LETTER: F.when(F.col(ROW_MALFORMED) | late, 1).otherwise(0)})
 
     def _windows(self, rows: DataFrame, clamped: bool) -> tuple[DataFrame, dict, tuple[Column, ...]]:
@@ -192,8 +219,11 @@ class LateSplit:
         late = moved and not s.never_late  # (never_late: only malformed rows)
         report = s.p.window.report_end
         # (a valid row has its event time: ROW_TIME is it)
-        data, ts = (F.col(ROW_COUNTS) | F.col(ROW_MALFORMED), F.col(ROW_TIME)) if stream else \
-            (F.col(PUNCT).isNull() & F.col(CLOCK).isNull(), F.col(TS))
+        data, ts = (
+            (F.col(ROW_COUNTS) | F.col(ROW_MALFORMED), F.col(ROW_TIME))
+            if stream
+            else (F.col(PUNCT).isNull() & F.col(CLOCK).isNull(), F.col(TS))
+        )
         wm, missed = F.col(WATERMARK_BEFORE), None
         if late:
             al = s.p.allowed_lateness
@@ -208,9 +238,12 @@ class LateSplit:
                 F.coalesce(F.col(INVALID), F.lit(Reason.LATE.value)).alias("reason"),
                 (F.col(RECORD_JSON) if s.never_late else self.record()).alias("record"),
                 watermark.alias("watermark"),
-                F.transform(MISSED_WINDOWS, lambda w: F.struct(F.timestamp_millis(w["s"]).alias("start"),
-                                                               F.timestamp_millis(report(w["e"])).alias("end"))
-                            ).alias("windows"),
+                F.transform(
+                    MISSED_WINDOWS,
+                    lambda w: F.struct(
+                        F.timestamp_millis(w["s"]).alias("start"), F.timestamp_millis(report(w["e"])).alias("end")
+                    ),
+                ).alias("windows"),
                 F.when(~valid, F.col(DETAIL)).alias("detail"),
             ],
         }

@@ -28,8 +28,15 @@ LAST_PANE_VALUES = "__panes_last_pane_values"  # the last pane, kept to retract 
 LAST_PANE_TIMING = "__panes_last_pane_timing"
 NON_EARLY_EMITTED = "__panes_non_early_emitted"  # a pane that is not EARLY was emitted: the next ones are LATE
 #: every trigger-state column, in a windows table's order
-TRIGGER_STATE = (PHASE_COUNT, IN_LATE_PHASE, NEW_ELEMENTS, NEXT_PANE_INDEX, LAST_PANE_VALUES, LAST_PANE_TIMING,
-                 NON_EARLY_EMITTED)
+TRIGGER_STATE = (
+    PHASE_COUNT,
+    IN_LATE_PHASE,
+    NEW_ELEMENTS,
+    NEXT_PANE_INDEX,
+    LAST_PANE_VALUES,
+    LAST_PANE_TIMING,
+    NON_EARLY_EMITTED,
+)
 #: the last pane's timing as a number while windows are grouped (``expressions.timing_code``)
 LAST_PANE_TIMING_CODE = "__panes_last_pane_timing_code"
 #: the prefix of the last pane's values, one column per aggregate, while windows are grouped

@@ -52,8 +52,9 @@ class Output:
         closes, no window but those that close with it can hold it before that end: a hold before
         it is on time for an end no later, or at a garbage-collection time that comes first."""
         end, lateness = F.col(WINDOW_END), self.step.p.allowed_lateness
-        hold = F.when(F.col(CREATED_LATE), rules.gc_timer(end, lateness, COLUMN)) \
-            .otherwise(rules.end_of_window_timer(end))
+        hold = F.when(F.col(CREATED_LATE), rules.gc_timer(end, lateness, COLUMN)).otherwise(
+            rules.end_of_window_timer(end)
+        )
         return closing.crossJoin(closing.agg(F.min(hold).alias(CLOSING_HOLD)))
 
     def closing_pane_columns(self, ordered: bool, holds: bool = False) -> list[Column]:
@@ -63,8 +64,11 @@ class Output:
         other closing window held it (``rules.pane_timing``: a window that closes has passed its
         end). ``ordered``: with the engine's emission order."""
         s = self.step
-        late = F.col(CREATED_LATE) & rules.on_time_reached(F.col(WINDOW_END), F.col(CLOSING_HOLD)) if holds else \
-            F.col(CREATED_LATE)
+        late = (
+            F.col(CREATED_LATE) & rules.on_time_reached(F.col(WINDOW_END), F.col(CLOSING_HOLD))
+            if holds
+            else F.col(CREATED_LATE)
+        )
         cols = [
             *self.window_columns(),
             rules.pane_timing(late, True, COLUMN).alias("timing"),
@@ -124,8 +128,14 @@ class Output:
         s = self.step
         if s.firing is not None:
             windows = s.firing.watermark_moved(windows.filter(F.col(WINDOW_END).isNotNull()), wm)
-        extra = s.memo("no_metrics", lambda: [F.lit(None).cast("long").alias(ROW_WATERMARK),
-                                              F.lit(None).cast("int").alias(IS_DEAD_LETTER)]) if metrics else []
+        extra = (
+            s.memo(
+                "no_metrics",
+                lambda: [F.lit(None).cast("long").alias(ROW_WATERMARK), F.lit(None).cast("int").alias(IS_DEAD_LETTER)],
+            )
+            if metrics
+            else []
+        )
         # (the watermark not a literal: see ``expressions.where``)
         stays = self._expiry(Sql(WINDOW_END)) > step_value(WATERMARK_AFTER)
         return windows.select(*s.state_columns, *extra, where(stays, {WATERMARK_AFTER: wm}))

@@ -36,16 +36,24 @@ class Partial:
     round trips, and a plan reads only some of them: a batch plan neither ``merge`` nor
     ``one_row``)."""
 
-    of_rows = _BuiltOnUse()   # tuple: partials from the rows of a group (unnamed: also used over frames)
-    merge = _BuiltOnUse()     # tuple: partials from partials
-    final = _BuiltOnUse()     # the result from the partials
-    one_row = _BuiltOnUse()   # tuple: the partials of a single row (sessions merge rows and partials)
+    of_rows = _BuiltOnUse()  # tuple: partials from the rows of a group (unnamed: also used over frames)
+    merge = _BuiltOnUse()  # tuple: partials from partials
+    final = _BuiltOnUse()  # the result from the partials
+    one_row = _BuiltOnUse()  # tuple: the partials of a single row (sessions merge rows and partials)
     #: tuple: the partials of no rows, which a discarding pane resets to: a value, None (null) or
     #: "array" (empty)
     empty = _BuiltOnUse()
 
-    def __init__(self, names: tuple[str, ...], of_rows: Callable, merge: Callable, final: Callable,
-                 one_row: Callable, empty: Callable = lambda: (), ordered: bool = False):
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        of_rows: Callable,
+        merge: Callable,
+        final: Callable,
+        one_row: Callable,
+        empty: Callable = lambda: (),
+        ordered: bool = False,
+    ):
         self.names = names
         #: it breaks event-time ties by arrival order (``columns.SEQ``)
         self.ordered = ordered
@@ -69,16 +77,26 @@ def _value(fn: A.AggregateFn) -> Column:
 
 def count(n: str, fn: A.AggregateFn, schema: ST.StructType) -> Partial:
     c = None if fn.column in (None, "*") else _value(fn)  # (None: count(*))
-    return Partial((n,), lambda: (F.count(F.lit(1)) if c is None else F.count(c),),
-                   lambda: (F.sum(n).alias(n),), lambda: F.col(n),
-                   lambda: ((F.lit(1) if c is None else F.when(c.isNotNull(), 1).otherwise(0)).cast("long").alias(n),),
-                   lambda: (F.lit(0).cast("long"),))
+    return Partial(
+        (n,),
+        lambda: (F.count(F.lit(1)) if c is None else F.count(c),),
+        lambda: (F.sum(n).alias(n),),
+        lambda: F.col(n),
+        lambda: ((F.lit(1) if c is None else F.when(c.isNotNull(), 1).otherwise(0)).cast("long").alias(n),),
+        lambda: (F.lit(0).cast("long"),),
+    )
 
 
 def total(n: str, fn: A.AggregateFn, schema: ST.StructType) -> Partial:
     c, t = _value(fn), output_type(fn, schema)
-    return Partial((n,), lambda: (F.sum(cast_to(c, t)),), lambda: (cast_to(F.sum(n), t).alias(n),), lambda: F.col(n),
-                   lambda: (cast_to(c, t).alias(n),), lambda: (None,))
+    return Partial(
+        (n,),
+        lambda: (F.sum(cast_to(c, t)),),
+        lambda: (cast_to(F.sum(n), t).alias(n),),
+        lambda: F.col(n),
+        lambda: (cast_to(c, t).alias(n),),
+        lambda: (None,),
+    )
 
 
 def average(n: str, fn: A.AggregateFn, schema: ST.StructType) -> Partial:
@@ -87,18 +105,31 @@ def average(n: str, fn: A.AggregateFn, schema: ST.StructType) -> Partial:
     # (Spark sums decimal(p, s) as decimal(p + 10, s): the total of totals kept at that type, or
     # each micro-batch's merge would widen it and the next one read its table wrong)
     ct = schema[str(fn.column)].dataType
-    kept = (lambda e: e) if not isinstance(ct, ST.DecimalType) else \
-        (lambda e: cast_to(e, ST.DecimalType(min(38, ct.precision + 10), ct.scale)))
-    return Partial((s, k), lambda: (kept(F.sum(c)), F.count(c)),
-                   lambda: (kept(F.sum(s)).alias(s), F.sum(k).alias(k)),
-                   lambda: F.when(F.col(k) > 0, F.col(s).cast("double") / F.col(k)),
-                   lambda: (kept(c).alias(s), F.when(c.isNotNull(), 1).otherwise(0).cast("long").alias(k)),
-                   lambda: (None, F.lit(0).cast("long")))
+    kept = (
+        (lambda e: e)
+        if not isinstance(ct, ST.DecimalType)
+        else (lambda e: cast_to(e, ST.DecimalType(min(38, ct.precision + 10), ct.scale)))
+    )
+    return Partial(
+        (s, k),
+        lambda: (kept(F.sum(c)), F.count(c)),
+        lambda: (kept(F.sum(s)).alias(s), F.sum(k).alias(k)),
+        lambda: F.when(F.col(k) > 0, F.col(s).cast("double") / F.col(k)),
+        lambda: (kept(c).alias(s), F.when(c.isNotNull(), 1).otherwise(0).cast("long").alias(k)),
+        lambda: (None, F.lit(0).cast("long")),
+    )
 
 
 def _extreme(n: str, pick: Callable, item: Callable[[], Column], final: Callable, ordered: bool = False) -> Partial:
-    return Partial((n,), lambda: (pick(item()),), lambda: (pick(n).alias(n),), final,
-                   lambda: (item().alias(n),), lambda: (None,), ordered)
+    return Partial(
+        (n,),
+        lambda: (pick(item()),),
+        lambda: (pick(n).alias(n),),
+        final,
+        lambda: (item().alias(n),),
+        lambda: (None,),
+        ordered,
+    )
 
 
 def minimum(n: str, fn: A.AggregateFn, schema: ST.StructType) -> Partial:
@@ -121,13 +152,13 @@ def _once(build: Callable[[], Column]) -> Callable[[], Column]:
         if not kept:
             kept.append(build())
         return kept[0]
+
     return value
 
 
 def _timed(c: Column) -> Callable[[], Column]:
     """A row's value with its event time and arrival order (built once: several forms read it)."""
-    return _once(lambda: F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"),
-                                                                   c.alias("v"))))
+    return _once(lambda: F.when(c.isNotNull(), F.struct(F.col(TS).alias("t"), F.col(SEQ).alias("q"), c.alias("v"))))
 
 
 def first(n: str, fn: A.AggregateFn, schema: ST.StructType) -> Partial:
@@ -142,14 +173,24 @@ def last(n: str, fn: A.AggregateFn, schema: ST.StructType) -> Partial:
     return _extreme(n, F.max, _timed(c), lambda: F.col(n)["v"], ordered=True)
 
 
-def _holistic(n: str, c: Column, item: Callable[[], Column], final: Callable, distinct: bool = False,
-              ordered: bool = False) -> Partial:
+def _holistic(
+    n: str, c: Column, item: Callable[[], Column], final: Callable, distinct: bool = False, ordered: bool = False
+) -> Partial:
     """The values kept in an array (as the engine keeps them in a list). ``item``: a row's value
     as kept."""
+
     def of_rows() -> tuple:
         return (F.collect_set(c) if distinct else F.collect_list(F.when(c.isNotNull(), item())),)
-    return Partial((n,), of_rows, lambda: (F.flatten(F.collect_list(n)).alias(n),), final,
-                   lambda: (F.filter(F.array(item()), lambda x: c.isNotNull()).alias(n),), lambda: ("array",), ordered)
+
+    return Partial(
+        (n,),
+        of_rows,
+        lambda: (F.flatten(F.collect_list(n)).alias(n),),
+        final,
+        lambda: (F.filter(F.array(item()), lambda x: c.isNotNull()).alias(n),),
+        lambda: ("array",),
+        ordered,
+    )
 
 
 def collect_list(n: str, fn: A.AggregateFn, schema: ST.StructType) -> Partial:
@@ -171,8 +212,7 @@ def top_k(n: str, fn: A.TopK, schema: ST.StructType) -> Partial:
 
 def percentile(n: str, fn: A.Percentile, schema: ST.StructType) -> Partial:
     c = _value(fn)
-    return _holistic(n, c, _once(lambda: c.cast("double")),
-                     lambda: _percentile(F.array_sort(F.col(n)), fn.p))
+    return _holistic(n, c, _once(lambda: c.cast("double")), lambda: _percentile(F.array_sort(F.col(n)), fn.p))
 
 
 def _percentile(values: Column, p: float) -> Column:

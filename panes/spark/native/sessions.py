@@ -62,11 +62,17 @@ class SessionPlan(WindowPlan):
         if not column:
             return []
         g = F.col(column)
-        return [Check(g.isNotNull() & F.coalesce(g.cast("long") > 0, F.lit(True)), Reason.INVALID_VALUE,
-                      f"{column}: a session gap must be a positive number of milliseconds")]
+        return [
+            Check(
+                g.isNotNull() & F.coalesce(g.cast("long") > 0, F.lit(True)),
+                Reason.INVALID_VALUE,
+                f"{column}: a session gap must be a positive number of milliseconds",
+            )
+        ]
 
-    def combine(self, step: NativeStep, rows: DataFrame, state: DataFrame | None, wm: int,
-                metrics: list[str]) -> DataFrame:
+    def combine(
+        self, step: NativeStep, rows: DataFrame, state: DataFrame | None, wm: int, metrics: list[str]
+    ) -> DataFrame:
         key = list(step.p.key)
         # (rows in no window, ``metrics``: a group of their own, not merged with any session)
         part = [*key, IN_NO_WINDOW] if metrics else key
@@ -74,21 +80,43 @@ class SessionPlan(WindowPlan):
         kept: dict[str, Column] = {}
         if state is not None:  # (``open`` gives it the same columns, ``metrics`` null)
             no_window = {IN_NO_WINDOW: F.lit(False)} if metrics else {}
-            intervals = state.withColumns({IS_KEPT: F.lit(True), **no_window}) \
-                .unionByName(intervals, allowMissingColumns=True)
+            intervals = state.withColumns({IS_KEPT: F.lit(True), **no_window}).unionByName(
+                intervals, allowMissingColumns=True
+            )
             # the kept sessions a session holds, by their bounds and flag (one or none: then the
             # greatest of each is that session's; several: it is a new session, as the bounds
             # tell). (Maxima of numbers: a struct aggregate would make Spark sort the rows.)
-            kept = {n: F.max(F.when(F.col(IS_KEPT), v)).alias(n) for n, v in
-                    ((KEPT_START, F.col(WINDOW_START)), (KEPT_END, F.col(WINDOW_END)),
-                     (KEPT_CREATED_LATE, F.col(CREATED_LATE).cast("int")))}
+            kept = {
+                n: F.max(F.when(F.col(IS_KEPT), v)).alias(n)
+                for n, v in (
+                    (KEPT_START, F.col(WINDOW_START)),
+                    (KEPT_END, F.col(WINDOW_END)),
+                    (KEPT_CREATED_LATE, F.col(CREATED_LATE).cast("int")),
+                )
+            }
             row = F.col(IS_KEPT).isNull()
-            kept.update({n: agg(F.when(row, F.col(c))).alias(n) for n, agg, c in
-                         ((ROWS_START_LO, F.min, WINDOW_START), (ROWS_START_HI, F.max, WINDOW_START),
-                          (ROWS_END_LO, F.min, WINDOW_END), (ROWS_END_HI, F.max, WINDOW_END))})
-        merged = _numbered(intervals, part, bool(metrics)).groupBy(*part, SESSION_NUMBER).agg(
-            F.min(WINDOW_START).alias(WINDOW_START), F.max(WINDOW_END).alias(WINDOW_END), *kept.values(),
-            *[c for pt in step.parts for c in pt.merge], *[F.max(c).alias(c) for c in metrics])
+            kept.update(
+                {
+                    n: agg(F.when(row, F.col(c))).alias(n)
+                    for n, agg, c in (
+                        (ROWS_START_LO, F.min, WINDOW_START),
+                        (ROWS_START_HI, F.max, WINDOW_START),
+                        (ROWS_END_LO, F.min, WINDOW_END),
+                        (ROWS_END_HI, F.max, WINDOW_END),
+                    )
+                }
+            )
+        merged = (
+            _numbered(intervals, part, bool(metrics))
+            .groupBy(*part, SESSION_NUMBER)
+            .agg(
+                F.min(WINDOW_START).alias(WINDOW_START),
+                F.max(WINDOW_END).alias(WINDOW_END),
+                *kept.values(),
+                *[c for pt in step.parts for c in pt.merge],
+                *[F.max(c).alias(c) for c in metrics],
+            )
+        )
         late = F.lit(False)
         if wm > MIN_TIME:  # (not a literal: see ``expressions``)
             merged = constants(merged, {WATERMARK_BEFORE: wm})
@@ -98,8 +126,12 @@ class SessionPlan(WindowPlan):
             start, end = F.col(WINDOW_START), F.col(WINDOW_END)
             same = (F.col(KEPT_START) == start) & (F.col(KEPT_END) == end)
             no_rows = F.col(ROWS_START_LO).isNull()
-            protos_are_it = ((F.col(ROWS_START_LO) == start) & (F.col(ROWS_START_HI) == start)
-                             & (F.col(ROWS_END_LO) == end) & (F.col(ROWS_END_HI) == end))
+            protos_are_it = (
+                (F.col(ROWS_START_LO) == start)
+                & (F.col(ROWS_START_HI) == start)
+                & (F.col(ROWS_END_LO) == end)
+                & (F.col(ROWS_END_HI) == end)
+            )
             if not self.window.gap_column:  # (an interval is a bucket's rows: one proto-session if a gap long)
                 protos_are_it = protos_are_it & (end - start == F.lit(self.window.gap))
             kept_late = F.col(KEPT_CREATED_LATE) == 1
@@ -112,13 +144,16 @@ class SessionPlan(WindowPlan):
         key = list(step.p.key)
         none = [F.col(WINDOW_START).isNull().alias(IN_NO_WINDOW)] if metrics else []
         if self.window.gap_column:
-            return proto.select(*key, *none, WINDOW_START, WINDOW_END,
-                                *[c for pt in step.parts for c in pt.one_row], *metrics)
+            return proto.select(
+                *key, *none, WINDOW_START, WINDOW_END, *[c for pt in step.parts for c in pt.one_row], *metrics
+            )
         bucket = F.col(WINDOW_START) - F.pmod(F.col(WINDOW_START), F.lit(self.window.gap))
         return proto.groupBy(*key, *none, bucket.alias(GAP_BUCKET)).agg(
-            F.min(WINDOW_START).alias(WINDOW_START), F.max(WINDOW_END).alias(WINDOW_END),
+            F.min(WINDOW_START).alias(WINDOW_START),
+            F.max(WINDOW_END).alias(WINDOW_END),
             *[e.alias(n) for pt in step.parts for n, e in zip(pt.names, pt.of_rows)],
-            *[F.max(c).alias(c) for c in metrics])
+            *[F.max(c).alias(c) for c in metrics],
+        )
 
 
 def _numbered(intervals: DataFrame, part: list[str], metrics: bool) -> DataFrame:

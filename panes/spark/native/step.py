@@ -52,12 +52,18 @@ class NativeStep:
         #: an aggregate breaks event-time ties by arrival order
         self.ordered = any(pt.ordered for pt in self.parts)
         self.numeric_strings = numeric_string_columns(schema, p)
-        self.float_values = [c for c in dict.fromkeys(p.value_columns) if c in schema.fieldNames()
-                             and isinstance(schema[c].dataType, (ST.DoubleType, ST.FloatType))]
+        self.float_values = [
+            c
+            for c in dict.fromkeys(p.value_columns)
+            if c in schema.fieldNames() and isinstance(schema[c].dataType, (ST.DoubleType, ST.FloatType))
+        ]
         self.read_values = [*self.numeric_strings, *self.float_values]  # (see LateSplit.values)
         # the last pane is kept only to retract it
-        self.trigger_state = TRIGGER_STATE if p.accumulation == "retracting" else \
-            tuple(c for c in TRIGGER_STATE if c not in (LAST_PANE_VALUES, LAST_PANE_TIMING))
+        self.trigger_state = (
+            TRIGGER_STATE
+            if p.accumulation == "retracting"
+            else tuple(c for c in TRIGGER_STATE if c not in (LAST_PANE_VALUES, LAST_PANE_TIMING))
+        )
         self._memos: dict = {}
         self.windows = window_plan(p.window)
         # else the default trigger: one pane per window, when it expires

@@ -3,6 +3,7 @@ the open windows kept in Parquet tables under the checkpoint."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -41,15 +42,29 @@ COLLECT_INPUT_BYTES = 32 << 20
 LOCAL_ROWS = 20_000
 #: the column types that a table collected as Arrow and written by pyarrow keeps as Spark reads
 #: them (another type in the table, a map or an interval: a write job)
-_LOCAL_TYPES = (ST.BooleanType, ST.ByteType, ST.ShortType, ST.IntegerType, ST.LongType, ST.FloatType,
-                ST.DoubleType, ST.DecimalType, ST.StringType, ST.BinaryType, ST.DateType, ST.TimestampType,
-                ST.TimestampNTZType)
+_LOCAL_TYPES = (
+    ST.BooleanType,
+    ST.ByteType,
+    ST.ShortType,
+    ST.IntegerType,
+    ST.LongType,
+    ST.FloatType,
+    ST.DoubleType,
+    ST.DecimalType,
+    ST.StringType,
+    ST.BinaryType,
+    ST.DateType,
+    ST.TimestampType,
+    ST.TimestampNTZType,
+)
 #: the windows table of a step is committed by its ``meta.json``, written after it (a step run
 #: again starts from an empty directory): Hadoop's file committer need not move the files once
 #: more at the job's end (algorithm 2: each task's files go to the table when the task ends) nor
 #: mark the table done (``_SUCCESS``)
-_WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.algorithm.version": "2",
-                  "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"}
+_WRITE_OPTIONS = {
+    "mapreduce.fileoutputcommitter.algorithm.version": "2",
+    "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+}
 
 Callback = Callable[[DataFrame, int], Any]
 
@@ -190,8 +205,9 @@ class NativeStream:
         self._last = None if local is None else (tuple(_paths(tables)), local)
         return Stepped(new_wm, tables, bool(dead), self._panes(spark, tables, local, rewrite, wm, new_wm))
 
-    def _panes(self, spark: Any, tables: list[dict], local: DataFrame | None, rewrite: bool, wm: int,
-               new_wm: int) -> DataFrame:
+    def _panes(
+        self, spark: Any, tables: list[dict], local: DataFrame | None, rewrite: bool, wm: int, new_wm: int
+    ) -> DataFrame:
         if not self.closing(tables, new_wm):
             # (no window closes: no table read, the same empty relation every time)
             return self._no_panes(spark, _paths(tables))
@@ -205,10 +221,13 @@ class NativeStream:
         once all its windows expired (no statistics: it stays; no window, only the group of rows
         in none: it goes)."""
         new_wm = stepped.watermark
-        after = [t for t in stepped.tables if t["rows"] is None
-                 or t["ends"] is not None and self.step.expires_at(t["ends"][1]) > new_wm]
+        after = [
+            t
+            for t in stepped.tables
+            if t["rows"] is None or t["ends"] is not None and self.step.expires_at(t["ends"][1]) > new_wm
+        ]
         # (how far the watermark moved: no history yet, or the end of the input, counts as 0)
-        moved = new_wm - kept.watermark if MIN_TIME < kept.watermark and new_wm < END_OF_INPUT else 0
+        moved = new_wm - kept.watermark if kept.watermark > MIN_TIME and new_wm < END_OF_INPUT else 0
         meta = {"watermark": new_wm, "tables": after, "advance": moved}
         # (whole or not at all: a process killed while writing it must not leave half a meta)
         path = self.root / f"v{batch_id}" / "meta.json"
@@ -221,10 +240,8 @@ class NativeStream:
         before: Spark may run this micro-batch again, from it)."""
         keep = {f"v{batch_id}", f"v{batch_id - 1}"}
         for v in (batch_id, batch_id - 1):
-            try:
+            with contextlib.suppress(OSError, ValueError, KeyError):
                 keep.update(t["path"].split("/")[0] for t in self._meta(v)["tables"])
-            except (OSError, ValueError, KeyError):
-                pass
         for v in self._versions():
             if v < batch_id and f"v{v}" not in keep:
                 shutil.rmtree(self.root / f"v{v}", ignore_errors=True)
@@ -255,8 +272,9 @@ class NativeStream:
         may); after_watermark may fire at any step."""
         if self.step.fires:
             return True
-        return any(t["rows"] is None or t["ends"] is not None and self.step.expires_at(t["ends"][0]) <= wm
-                   for t in tables)
+        return any(
+            t["rows"] is None or t["ends"] is not None and self.step.expires_at(t["ends"][0]) <= wm for t in tables
+        )
 
     def collects(self, batch: DataFrame, kept: int | None) -> bool:
         """Whether the step collects its table to the driver (see ``COLLECT_ROWS``): it rewrites
@@ -344,8 +362,11 @@ class NativeStream:
                             if c == WINDOW_END:
                                 least = st.min if least is None else min(least, st.min)
         except (LookupError, ValueError, OSError):
-            row = spark.read.parquet(str(path)).agg(F.max(ROW_WATERMARK).alias(ROW_WATERMARK),
-                                                    F.max(IS_DEAD_LETTER).alias(IS_DEAD_LETTER)).first()
+            row = (
+                spark.read.parquet(str(path))
+                .agg(F.max(ROW_WATERMARK).alias(ROW_WATERMARK), F.max(IS_DEAD_LETTER).alias(IS_DEAD_LETTER))
+                .first()
+            )
             best, rows = {ROW_WATERMARK: row[ROW_WATERMARK], IS_DEAD_LETTER: row[IS_DEAD_LETTER]}, None
         end = best.get(WINDOW_END)
         return best[ROW_WATERMARK], int(best[IS_DEAD_LETTER] or 0), rows, None if end is None else (least, end)

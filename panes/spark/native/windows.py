@@ -51,8 +51,14 @@ class WindowPlan:
         win = F.array(F.struct(one[WINDOW_START].alias("s"), one[WINDOW_END].alias("e")))
         return F.filter(win, lambda x: x["s"].isNotNull()) if self.has_gaps else win
 
-    def assign(self, df: DataFrame, keep_all: bool = False, extra: dict | None = None,
-               ts: Column | None = None, starts: Column | None = None) -> DataFrame:
+    def assign(
+        self,
+        df: DataFrame,
+        keep_all: bool = False,
+        extra: dict | None = None,
+        ts: Column | None = None,
+        starts: Column | None = None,
+    ) -> DataFrame:
         """Rows with their windows, a row per (row, window), bounds in WINDOW_START / WINDOW_END.
         A row in a gap has no window: dropped, or kept with null bounds (``keep_all``).
         ``extra``: more columns added in the same step (each DataFrame step costs an analysis);
@@ -65,7 +71,8 @@ class WindowPlan:
             # window() (an Expand) on Nexmark q5. Every row has one at least (the last start).
             starts = self.starts(ts) if starts is None else starts
             return df.withColumn(WINDOW_START, F.explode(starts)).withColumns(
-                {WINDOW_END: self.end_of(F.col(WINDOW_START)), **extra})
+                {WINDOW_END: self.end_of(F.col(WINDOW_START)), **extra}
+            )
         out = df.withColumns({**self.row_window(ts), **extra})
         if self.has_gaps and not keep_all:
             return out.filter(F.col(WINDOW_END).isNotNull())
@@ -79,8 +86,10 @@ class WindowPlan:
 
     def reported_bounds(self) -> list[Column]:
         """A pane row's window_start and window_end (timestamps)."""
-        return [F.timestamp_millis(F.col(WINDOW_START)).alias("window_start"),
-                F.timestamp_millis(self.window.report_end(F.col(WINDOW_END))).alias("window_end")]
+        return [
+            F.timestamp_millis(F.col(WINDOW_START)).alias("window_start"),
+            F.timestamp_millis(self.window.report_end(F.col(WINDOW_END))).alias("window_end"),
+        ]
 
     def read_columns(self) -> list[str]:
         """The input columns the windows read (besides the event time)."""
@@ -91,8 +100,9 @@ class WindowPlan:
         plan (``columns.validation``)."""
         return []
 
-    def combine(self, step: NativeStep, rows: DataFrame, state: DataFrame | None, wm: int,
-                metrics: list[str]) -> DataFrame:
+    def combine(
+        self, step: NativeStep, rows: DataFrame, state: DataFrame | None, wm: int, metrics: list[str]
+    ) -> DataFrame:
         """The windows after a step: the kept ones (``state``) merged with the step's on-time
         ``rows`` (``NativeStep.combine``)."""
         raise NotImplementedError
