@@ -153,48 +153,21 @@ def engine_columns(
     the dead letters' reason and detail (INVALID, DETAIL), for a plan of the panes only (each
     Column costs JVM round trips)."""
     cols = schema.fieldNames()
-    if p.event_time:
-        if p.event_time not in cols:
-            raise ValueError(f"event_time: no column {p.event_time!r} in the input ({cols})")
-        ts, ts_checks = event_time_ms(schema, p.event_time, p.time_unit)
-    else:
-        ts = ingestion if ingestion is not None else F.unix_millis(F.current_timestamp())
-        ts_checks = []
+    ts, ts_checks = _event_time(schema, p, ingestion)
     for k in p.key:
         if k not in cols:
             raise ValueError(f"key: no column {k!r} in the input ({cols})")
     for c in p.value_columns:
         if c not in cols:
             raise ValueError(f"aggregates: no column {c!r} in the input ({cols})")
-    punct_col = p.watermark.punctuation_column
-    puncts = []
-    if control_wm is not None:
-        puncts.append(F.col(control_wm).cast("long"))
-    if p.watermark.punctuation and punct_col in cols:
-        # a punctuation record: a value in the punctuation column; one that is no time (or out of
-        # the event-time range, where +infinity would end the input) is a dead letter
-        punct_ms = event_time_ms(schema, punct_col, p.time_unit)[0]
-        punct_ok = punct_ms.isNotNull() & rules.event_time_in_range(punct_ms)
-        puncts.append(F.when(punct_ok, punct_ms))
-        ts_checks = [
-            Check(
-                F.col(punct_col).isNull() | punct_ok,
-                Reason.INVALID_WATERMARK,
-                f"watermark column {punct_col}: not a time in the event-time range",
-            ),
-            *ts_checks,
-        ]
+    puncts, punct_checks = _punctuations(schema, p, control_wm)
+    ts_checks = [*punct_checks, *ts_checks]
     punct = (F.greatest(*puncts) if len(puncts) > 1 else puncts[0]) if puncts else F.lit(None).cast("long")
     # numbers as numbers for the engine; the original column stays for the dead letters
     # (a JSON number inferred as string reads as a double)
     num = {c: F.col(c).try_cast("double") for c in numeric_string_columns(schema, p)}
     checks = validation(schema, p, num, ts_checks, window_reads(p.window)[1])
-    # a data row: not punctuation, not a clock row (each column's expression written out, not
-    # referenced: one DataFrame step, as each costs an analysis of the plan)
-    data_row = [punct.isNull()] if puncts else []
-    if CLOCK in cols:
-        data_row.append(F.col(CLOCK).isNull())
-    data_row = functools.reduce(lambda a, b: a & b, data_row) if data_row else None
+    data_row = _data_row(punct if puncts else None, CLOCK in cols)
     cols_out = {
         TS: ts,
         PUNCT: punct,
@@ -207,13 +180,60 @@ def engine_columns(
         cols_out[DETAIL] = detail if data_row is None else F.when(data_row, detail)
     counts = valid(checks) if data_row is None else data_row & valid(checks)
     if watermark:
-        # the column Spark's watermark tracks: event time (max_delay rule) and punctuation values
-        delay = p.watermark.max_delay
-        wm_ms = F.when(counts, F.lit(None).cast("long") if p.watermark.punctuation else ts)
-        if puncts:
-            wm_ms = F.when(punct.isNotNull(), punct + F.lit(0 if p.watermark.punctuation else delay)).otherwise(wm_ms)
-        cols_out[WMARK] = F.timestamp_millis(wm_ms)
+        cols_out[WMARK] = _watermark_tracked(p, ts, punct if puncts else None, counts)
     return cols_out, counts
+
+
+def _event_time(schema: ST.StructType, p: Pipeline, ingestion: Column | None) -> tuple[Column, list[Check]]:
+    """A row's event time in ms and its checks; the ingestion time (``ingestion`` or now) without
+    ``event_time``."""
+    if p.event_time:
+        cols = schema.fieldNames()
+        if p.event_time not in cols:
+            raise ValueError(f"event_time: no column {p.event_time!r} in the input ({cols})")
+        return event_time_ms(schema, p.event_time, p.time_unit)
+    return (ingestion if ingestion is not None else F.unix_millis(F.current_timestamp())), []
+
+
+def _punctuations(schema: ST.StructType, p: Pipeline, control_wm: str | None) -> tuple[list[Column], list[Check]]:
+    """The watermark values a row carries (the control column's, a punctuation record's) and the
+    check of a punctuation record's value."""
+    punct_col = p.watermark.punctuation_column
+    puncts = []
+    if control_wm is not None:
+        puncts.append(F.col(control_wm).cast("long"))
+    if not (p.watermark.punctuation and punct_col in schema.fieldNames()):
+        return puncts, []
+    # a punctuation record: a value in the punctuation column; one that is no time (or out of
+    # the event-time range, where +infinity would end the input) is a dead letter
+    punct_ms = event_time_ms(schema, punct_col, p.time_unit)[0]
+    punct_ok = punct_ms.isNotNull() & rules.event_time_in_range(punct_ms)
+    puncts.append(F.when(punct_ok, punct_ms))
+    check = Check(
+        F.col(punct_col).isNull() | punct_ok,
+        Reason.INVALID_WATERMARK,
+        f"watermark column {punct_col}: not a time in the event-time range",
+    )
+    return puncts, [check]
+
+
+def _data_row(punct: Column | None, has_clock: bool) -> Column | None:
+    """The test of a data row: not punctuation, not a clock row; None when every row is one (each
+    column's expression written out, not referenced: one DataFrame step, as each costs an analysis
+    of the plan)."""
+    tests = [punct.isNull()] if punct is not None else []
+    if has_clock:
+        tests.append(F.col(CLOCK).isNull())
+    return functools.reduce(lambda a, b: a & b, tests) if tests else None
+
+
+def _watermark_tracked(p: Pipeline, ts: Column, punct: Column | None, counts: Column) -> Column:
+    """The column Spark's watermark tracks: event time (max_delay rule) and punctuation values."""
+    delay = p.watermark.max_delay
+    wm_ms = F.when(counts, F.lit(None).cast("long") if p.watermark.punctuation else ts)
+    if punct is not None:
+        wm_ms = F.when(punct.isNotNull(), punct + F.lit(0 if p.watermark.punctuation else delay)).otherwise(wm_ms)
+    return F.timestamp_millis(wm_ms)
 
 
 # -- streaming -------------------------------------------------------------------------------------------

@@ -17,7 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.types import LongType, StructField
 
 from ..core.engine import DeadLetter, Pane
 from ..core.output import dead_letter_record, emission_order, pane_records
@@ -28,7 +31,7 @@ from .columns import ACTIVE, CLOCK, MALFORMED, SPARK_END_MS
 from .connect import check_stream
 from .native import stream_unsupported
 from .planner import window_stream
-from .results import NativeStreamResult, StatefulStreamResult
+from .results import NativeStreamResult, StatefulStreamResult, WindowedResult
 from .session import get_spark, is_connect
 from .stateful import KIND, ORDER, PHASE, OutputWatermarks, panes_of, sql_panes_of
 from .window_pipeline import is_sql, replay_panes
@@ -61,67 +64,84 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
     src = tmp / "input"
     src.mkdir()
     try:
-        clock = 0
-        files = []
-        for i, step in enumerate(scenario.timeline):
-            clock = max(clock, step.get("processing_time", clock))
-            files.append((src / f"step-{i:05d}.json", _step_rows(step, clock)))
-        files.append((src / f"step-{len(files):05d}.json", [{CLOCK: clock}]))
-        # schema from all the files (a streaming source needs one up front)
         staging = tmp / "staging"
         staging.mkdir()
-        for path, rows in files:
-            (staging / path.name).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        files = _staged_steps(scenario, src, staging)
         # (on Spark Connect the server reads these files: refused here, with the reason, if it cannot)
         resolved = "native" if plan in ("auto", "native") and stream_unsupported(p) is None else "stateful"
         check_stream(spark, resolved, str(tmp / "checkpoint"), (str(staging),))
-        schema = spark.read.json(str(staging)).schema
-        for name in (CLOCK, WM_STEP, INGEST, ACTIVE):
-            if name not in schema.fieldNames():
-                from pyspark.sql.types import LongType, StructField
-
-                schema = schema.add(StructField(name, LongType(), True))
-        stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src))
-        stream = stream.select(*[c for c in stream.columns if c not in (WM_STEP,)], F.col(WM_STEP))
+        stream = _step_stream(spark, staging, src)
         result = window_stream(
             stream, p, buckets=buckets, scripted_clock=True, ingestion=F.col(INGEST), control_wm=WM_STEP, plan=plan
         )
         collected = _Collected(spark, tmp / "collected")
-        if isinstance(result, NativeStreamResult):
-            q = result.write_stream(
-                collected.callback("P"), collected.callback("D"), str(tmp / "checkpoint"), ordered=True
-            )
-        else:
-            assert isinstance(result, StatefulStreamResult)
-            # (a window pipeline's panes are its rows, its SQL run per micro-batch in the callback)
-            collect = (
-                collected.callback("S")
-                if result.pipeline.window_pipeline is None
-                else _stateful_collector(collected.batches, result)
-            )
-            q = (
-                result.combined.writeStream.foreachBatch(collect)
-                .option("checkpointLocation", str(tmp / "checkpoint"))
-                .outputMode("append")
-                .start()
-            )
-        try:
-            base = time.time() - 10_000
-            for n, (path, _) in enumerate(files):
-                shutil.copy(staging / path.name, path)
-                os.utime(path, (base + n, base + n))
-                q.processAllAvailable()
-            # let a pending no-data batch (watermark moved) run
-            q.processAllAvailable()
-        finally:
-            q.stop()
-        if q.exception():
-            raise RuntimeError(str(q.exception()))
+        q = _start_collecting(result, collected, str(tmp / "checkpoint"))
+        _run_steps(q, files, staging)
         # (the stateful plan with allowed lateness: its provisional panes decided, as write_stream does)
         stateful = isinstance(result, StatefulStreamResult) and p.allowed_lateness > 0
         return _collect(collected.read(spark), p, OutputWatermarks(p) if stateful else None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _staged_steps(scenario: Scenario, src: Path, staging: Path) -> list[tuple[Path, list[dict]]]:
+    """The timeline's steps as JSON files written to ``staging``, each with its path in ``src``
+    (where the stream reads it), and a last file with no data."""
+    clock = 0
+    files = []
+    for i, step in enumerate(scenario.timeline):
+        clock = max(clock, step.get("processing_time", clock))
+        files.append((src / f"step-{i:05d}.json", _step_rows(step, clock)))
+    files.append((src / f"step-{len(files):05d}.json", [{CLOCK: clock}]))
+    for path, rows in files:
+        (staging / path.name).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return files
+
+
+def _step_stream(spark, staging: Path, src: Path) -> DataFrame:
+    """The stream of the steps' files, one per micro-batch, with the schema of all of them (a
+    streaming source needs one up front)."""
+    schema = spark.read.json(str(staging)).schema
+    for name in (CLOCK, WM_STEP, INGEST, ACTIVE):
+        if name not in schema.fieldNames():
+            schema = schema.add(StructField(name, LongType(), True))
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(str(src))
+    return stream.select(*[c for c in stream.columns if c not in (WM_STEP,)], F.col(WM_STEP))
+
+
+def _start_collecting(result: WindowedResult, collected: _Collected, checkpoint: str) -> StreamingQuery:
+    """The query that writes the plan's panes and dead letters to ``collected``."""
+    if isinstance(result, NativeStreamResult):
+        return result.write_stream(collected.callback("P"), collected.callback("D"), checkpoint, ordered=True)
+    assert isinstance(result, StatefulStreamResult)
+    # (a window pipeline's panes are its rows, its SQL run per micro-batch in the callback)
+    collect = (
+        collected.callback("S")
+        if result.pipeline.window_pipeline is None
+        else _stateful_collector(collected.batches, result)
+    )
+    return (
+        result.combined.writeStream.foreachBatch(collect)
+        .option("checkpointLocation", checkpoint)
+        .outputMode("append")
+        .start()
+    )
+
+
+def _run_steps(q: StreamingQuery, files: list[tuple[Path, list[dict]]], staging: Path) -> None:
+    """Each step's file moved into the stream's input and processed, in order; the query stopped."""
+    try:
+        base = time.time() - 10_000
+        for n, (path, _) in enumerate(files):
+            shutil.copy(staging / path.name, path)
+            os.utime(path, (base + n, base + n))
+            q.processAllAvailable()
+        # let a pending no-data batch (watermark moved) run
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    if q.exception():
+        raise RuntimeError(str(q.exception()))
 
 
 def _stateful_collector(batches: dict, result: StatefulStreamResult):

@@ -7,10 +7,11 @@ FIRED_PANES, in emission order."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType
 
 from ...core import rules
 from ...core.aggregates import Aggregate
@@ -63,6 +64,14 @@ class FiringPhase:
 ROWS, WATERMARK = FiringPhase("rows", 2), FiringPhase("watermark", 3)
 
 
+class KeptPane(NamedTuple):
+    """A window's trigger state as the rows' columns (``Firing._kept_pane``): the last pane apart."""
+
+    counters: list[str]  # the trigger state's columns other than the last pane
+    last: list[tuple[str, str, DataType]]  # (column, aggregate's output, Spark type) per value of the last pane
+    code: list[str]  # LAST_PANE_TIMING_CODE when the last pane is kept
+
+
 class Firing:
     """The firing plan of a step (``NativeStep.firing``)."""
 
@@ -93,17 +102,7 @@ class Firing:
         """The columns of ``combine`` that no watermark changes (``NativeStep.memo``)."""
         s = self.step
         key = list(s.p.key)
-        # the last pane (kept to retract it) in columns of its own, its timing as a number: an
-        # aggregate of a struct or a string would make Spark sort the rows before the shuffle
-        # instead of hashing them. (A window has one kept row at most: first() takes its
-        # values, of whatever type, max() would need an order.)
-        counters = [c for c in s.trigger_state if c not in (LAST_PANE_VALUES, LAST_PANE_TIMING)]
-        last = (
-            [(f"{LAST_PANE_VALUE}{i}", a.output, output_type(a.fn, s.schema)) for i, a in enumerate(s.p.aggregates)]
-            if LAST_PANE_VALUES in s.trigger_state
-            else []
-        )
-        code = [LAST_PANE_TIMING_CODE] if last else []
+        kept = self._kept_pane()
         group, bounds = s.windows.grouping(False, bool(key))
         reached = rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE))
         return {
@@ -112,44 +111,74 @@ class Firing:
             # after_watermark fired each at its end-of-window timer, releasing its holds)
             "created_late": rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE)),
             # one grouping for the kept windows and the rows (each row its own partial): one shuffle
+            **self._row_columns(key, kept, metrics),
+            "kept": self._kept_columns(key, kept, metrics),
+            "group": [*key, *group],
+            "agg": self._merge_columns(bounds, kept, metrics),
+            "fresh": self._fresh(metrics, kept.last),
+            **self._trigger_columns(reached),
+            "final": [*self._after_rows(reached), *metrics],
+        }
+
+    def _kept_pane(self) -> KeptPane:
+        """The last pane (kept to retract it) in columns of its own, its timing as a number: an
+        aggregate of a struct or a string would make Spark sort the rows before the shuffle
+        instead of hashing them. (A window has one kept row at most: first() takes its values, of
+        whatever type, max() would need an order.)"""
+        s = self.step
+        counters = [c for c in s.trigger_state if c not in (LAST_PANE_VALUES, LAST_PANE_TIMING)]
+        last = (
+            [(f"{LAST_PANE_VALUE}{i}", a.output, output_type(a.fn, s.schema)) for i, a in enumerate(s.p.aggregates)]
+            if LAST_PANE_VALUES in s.trigger_state
+            else []
+        )
+        code = [LAST_PANE_TIMING_CODE] if last else []
+        return KeptPane(counters, last, code)
+
+    def _row_columns(self, key: list[str], kept: KeptPane, metrics: list[str]) -> dict[str, list]:
+        """A row as a window of its own: its partials, one row added, no trigger state
+        (``rows_head`` before CREATED_LATE, ``rows_tail`` after it)."""
+        return {
             "rows_head": [
                 *key,
                 WINDOW_START,
                 WINDOW_END,
-                *[c for pt in s.parts for c in pt.one_row],
+                *[c for pt in self.step.parts for c in pt.one_row],
                 F.lit(1).cast("long").alias(ROWS_ADDED),
             ],
             "rows_tail": [
-                *[F.lit(None).alias(c) for c in counters],
-                *[F.lit(None).cast(t).alias(n) for n, _, t in last],
-                *[F.lit(None).cast("int").alias(c) for c in code],
+                *[F.lit(None).alias(c) for c in kept.counters],
+                *[F.lit(None).cast(t).alias(n) for n, _, t in kept.last],
+                *[F.lit(None).cast("int").alias(c) for c in kept.code],
                 *metrics,
             ],
-            "kept": [
-                *key,
-                WINDOW_START,
-                WINDOW_END,
-                CREATED_LATE,
-                *s.partial_columns,
-                *counters,
-                *[F.col(LAST_PANE_VALUES)[o].alias(n) for n, o, _ in last],
-                *[timing_code(F.col(LAST_PANE_TIMING)).alias(c) for c in code],
-                F.lit(0).cast("long").alias(ROWS_ADDED),
-                *metrics,
-            ],
-            "group": [*key, *group],
-            "agg": [
-                *[bounds[c].alias(c) for c in (WINDOW_START, WINDOW_END) if c in bounds],
-                F.bool_and(CREATED_LATE).alias(CREATED_LATE),
-                F.sum(ROWS_ADDED).alias(ROWS_ADDED),
-                *[c for pt in s.parts for c in pt.merge],
-                *[F.max(c).alias(c) for c in [*counters, *code, *metrics]],
-                *[F.first(n, ignorenulls=True).alias(n) for n, _, _ in last],
-            ],
-            "fresh": self._fresh(metrics, last),
-            **self._trigger_columns(reached),
-            "final": [*self._after_rows(reached), *metrics],
         }
+
+    def _kept_columns(self, key: list[str], kept: KeptPane, metrics: list[str]) -> list:
+        """A kept window in the rows' columns: its partials and trigger state, no row added."""
+        return [
+            *key,
+            WINDOW_START,
+            WINDOW_END,
+            CREATED_LATE,
+            *self.step.partial_columns,
+            *kept.counters,
+            *[F.col(LAST_PANE_VALUES)[o].alias(n) for n, o, _ in kept.last],
+            *[timing_code(F.col(LAST_PANE_TIMING)).alias(c) for c in kept.code],
+            F.lit(0).cast("long").alias(ROWS_ADDED),
+            *metrics,
+        ]
+
+    def _merge_columns(self, bounds: dict[str, Column], kept: KeptPane, metrics: list[str]) -> list[Column]:
+        """The aggregation of a window's kept row and its new rows into one."""
+        return [
+            *[bounds[c].alias(c) for c in (WINDOW_START, WINDOW_END) if c in bounds],
+            F.bool_and(CREATED_LATE).alias(CREATED_LATE),
+            F.sum(ROWS_ADDED).alias(ROWS_ADDED),
+            *[c for pt in self.step.parts for c in pt.merge],
+            *[F.max(c).alias(c) for c in [*kept.counters, *kept.code, *metrics]],
+            *[F.first(n, ignorenulls=True).alias(n) for n, _, _ in kept.last],
+        ]
 
     def _fresh(self, metrics: list[str], last: list[tuple]) -> list[Column | str]:
         """The grouped windows with their trigger state (a new window's initial state)."""

@@ -83,29 +83,7 @@ class SessionPlan(WindowPlan):
             intervals = state.withColumns({IS_KEPT: F.lit(True), **no_window}).unionByName(
                 intervals, allowMissingColumns=True
             )
-            # the kept sessions a session holds, by their bounds and flag (one or none: then the
-            # greatest of each is that session's; several: it is a new session, as the bounds
-            # tell). (Maxima of numbers: a struct aggregate would make Spark sort the rows.)
-            kept = {
-                n: F.max(F.when(F.col(IS_KEPT), v)).alias(n)
-                for n, v in (
-                    (KEPT_START, F.col(WINDOW_START)),
-                    (KEPT_END, F.col(WINDOW_END)),
-                    (KEPT_CREATED_LATE, F.col(CREATED_LATE).cast("int")),
-                )
-            }
-            row = F.col(IS_KEPT).isNull()
-            kept.update(
-                {
-                    n: agg(F.when(row, F.col(c))).alias(n)
-                    for n, agg, c in (
-                        (ROWS_START_LO, F.min, WINDOW_START),
-                        (ROWS_START_HI, F.max, WINDOW_START),
-                        (ROWS_END_LO, F.min, WINDOW_END),
-                        (ROWS_END_HI, F.max, WINDOW_END),
-                    )
-                }
-            )
+            kept = _kept_and_row_bounds()
         merged = (
             _numbered(intervals, part, bool(metrics))
             .groupBy(*part, SESSION_NUMBER)
@@ -122,21 +100,28 @@ class SessionPlan(WindowPlan):
             merged = constants(merged, {WATERMARK_BEFORE: wm})
             late = rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE))
         if kept:
-            # (null: none kept)
-            start, end = F.col(WINDOW_START), F.col(WINDOW_END)
-            same = (F.col(KEPT_START) == start) & (F.col(KEPT_END) == end)
-            no_rows = F.col(ROWS_START_LO).isNull()
-            protos_are_it = (
-                (F.col(ROWS_START_LO) == start)
-                & (F.col(ROWS_START_HI) == start)
-                & (F.col(ROWS_END_LO) == end)
-                & (F.col(ROWS_END_HI) == end)
-            )
-            if not self.window.gap_column:  # (an interval is a bucket's rows: one proto-session if a gap long)
-                protos_are_it = protos_are_it & (end - start == F.lit(self.window.gap))
-            kept_late = F.col(KEPT_CREATED_LATE) == 1
-            late = F.when(same & no_rows, kept_late).when(same & protos_are_it, kept_late & late).otherwise(late)
+            late = self._created_late_if_kept(late)
         return merged.select(*[late.alias(c) if c == CREATED_LATE else F.col(c) for c in step.state_columns], *metrics)
+
+    def _created_late_if_kept(self, late: Column) -> Column:
+        """A merged session's CREATED_LATE when sessions were kept (``_kept_and_row_bounds``): a
+        kept session with the merged one's bounds keeps its flag when no rows joined it, and its
+        flag and ``late`` when the rows' proto-sessions have its bounds too; any other session has
+        ``late``, the flag of a session created now."""
+        # (null: none kept)
+        start, end = F.col(WINDOW_START), F.col(WINDOW_END)
+        same = (F.col(KEPT_START) == start) & (F.col(KEPT_END) == end)
+        no_rows = F.col(ROWS_START_LO).isNull()
+        protos_are_it = (
+            (F.col(ROWS_START_LO) == start)
+            & (F.col(ROWS_START_HI) == start)
+            & (F.col(ROWS_END_LO) == end)
+            & (F.col(ROWS_END_HI) == end)
+        )
+        if not self.window.gap_column:  # (an interval is a bucket's rows: one proto-session if a gap long)
+            protos_are_it = protos_are_it & (end - start == F.lit(self.window.gap))
+        kept_late = F.col(KEPT_CREATED_LATE) == 1
+        return F.when(same & no_rows, kept_late).when(same & protos_are_it, kept_late & late).otherwise(late)
 
     def _row_intervals(self, step: NativeStep, proto: DataFrame, metrics: list[str]) -> DataFrame:
         """The rows' proto-sessions as intervals with their partials: each row one (a gap per
@@ -154,6 +139,34 @@ class SessionPlan(WindowPlan):
             *[e.alias(n) for pt in step.parts for n, e in zip(pt.names, pt.of_rows)],
             *[F.max(c).alias(c) for c in metrics],
         )
+
+
+def _kept_and_row_bounds() -> dict[str, Column]:
+    """The aggregates that tell a merged session's kept sessions and rows apart: the kept sessions
+    it holds, by their bounds and flag (one or none: then the greatest of each is that session's;
+    several: it is a new session, as the bounds tell), and the least and greatest bounds of its
+    rows' proto-sessions. (Maxima of numbers: a struct aggregate would make Spark sort the rows.)"""
+    kept = {
+        n: F.max(F.when(F.col(IS_KEPT), v)).alias(n)
+        for n, v in (
+            (KEPT_START, F.col(WINDOW_START)),
+            (KEPT_END, F.col(WINDOW_END)),
+            (KEPT_CREATED_LATE, F.col(CREATED_LATE).cast("int")),
+        )
+    }
+    row = F.col(IS_KEPT).isNull()
+    kept.update(
+        {
+            n: agg(F.when(row, F.col(c))).alias(n)
+            for n, agg, c in (
+                (ROWS_START_LO, F.min, WINDOW_START),
+                (ROWS_START_HI, F.max, WINDOW_START),
+                (ROWS_END_LO, F.min, WINDOW_END),
+                (ROWS_END_HI, F.max, WINDOW_END),
+            )
+        }
+    )
+    return kept
 
 
 def _numbered(intervals: DataFrame, part: list[str], metrics: bool) -> DataFrame:
