@@ -32,7 +32,8 @@ demo: setup
 demo-batch: setup
 	set -o pipefail; cd examples/traffic && ../../$(VENV)/bin/panes run pipeline.yaml --mode batch 2>&1 | $(QUIET)
 
-test: setup
+# the lint first (a minute): a finding fails the target before the tests run
+test: lint
 	$(PY) -m pytest -q -p no:cacheprovider -m "not remote"; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; exit $$rc
 

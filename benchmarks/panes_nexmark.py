@@ -23,6 +23,7 @@ import os
 import shutil
 import tempfile
 import time
+from typing import Any
 
 T_PROC0 = time.time()
 
@@ -30,7 +31,7 @@ from panes.runner import run_spec  # noqa: E402
 from panes.spark.session import get_spark  # noqa: E402
 from panes.spec import parse_run_spec  # noqa: E402
 
-QUERIES = {
+QUERIES: dict[str, dict[str, Any]] = {  # spec documents (JSON-like)
     "tw_agg": {
         "key": "auction",
         "window": {"tumbling": {"size": "10 seconds"}},

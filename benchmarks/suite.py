@@ -444,11 +444,11 @@ def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float
             while time.perf_counter() - t0 < timeout:
                 if q.exception() is not None:
                     raise RuntimeError(f"streaming query failed: {q.exception()}")
-                for p in q.recentProgress:
-                    off = _log_offset(json.loads(p.json))
+                for progress in q.recentProgress:
+                    off = _log_offset(json.loads(progress.json))
                     if off is not None and off >= last_offset:
-                        last_batch_ts = _epoch(p["timestamp"])
-                        done_at = last_batch_ts + (p["durationMs"].get("triggerExecution") or 0) / 1000
+                        last_batch_ts = _epoch(progress["timestamp"])
+                        done_at = last_batch_ts + (progress["durationMs"].get("triggerExecution") or 0) / 1000
                         break
                 if done_at is not None:
                     break
@@ -513,7 +513,7 @@ def run_batch(spark, bench, ds: DataSet, side: str, loops: int = 1) -> dict:
                 df = bench.stage2(_stage1(df, bench), src)
             df.write.format("noop").mode("overwrite").save()
         s = (time.perf_counter() - t0) / loops
-    r = {"seconds": s, "events_per_s": ds.records / s, "finished": True, "loops": loops}
+    r: dict[str, float | str] = {"seconds": s, "events_per_s": ds.records / s, "finished": True, "loops": loops}
     r.update(rss.result())
     if plan is not None:
         r["plan"] = plan

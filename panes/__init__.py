@@ -186,13 +186,13 @@ def window(
     from .spark.session import plan_building
     from .stage_spec import is_stages_document
 
-    multi = (
-        isinstance(spec, StageGraph)
-        or (isinstance(spec, dict) and is_stages_document(spec))
-        or (isinstance(spec, (str, Path)) and is_stages_document(_document(spec)))
+    multi = (isinstance(spec, dict) and is_stages_document(spec)) or (
+        isinstance(spec, (str, Path)) and is_stages_document(_document(spec))
     )
-    if isinstance(df, dict) or multi:
-        graph = stage_graph(spec)  # type: ignore[arg-type]
+    if isinstance(spec, StageGraph) or isinstance(df, dict) or multi:
+        if isinstance(spec, Pipeline):
+            raise TypeError("a dict of DataFrames takes a multi-stage spec (inputs, stages, output), not a Pipeline")
+        graph = stage_graph(spec)
         frames = df if isinstance(df, dict) else {graph.input_names[0]: df}
         return stages(frames, graph, buckets=buckets)
     p = pipeline(spec)

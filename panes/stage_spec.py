@@ -137,6 +137,7 @@ class StagesSpec(SpecModel):
 class StagesRunSpec(StagesSpec):
     """A whole multi-stage job: each input's source, the output stage's sink, dead letters."""
 
+    # (pydantic validates the narrower field; mypy sees dict, invariant, as another type)
     inputs: dict[str, RunInputSpec]  # type: ignore[assignment]
     mode: Literal["stream", "batch"] = "stream"
     sink: SinkSpec = Field(default_factory=SinkSpec)

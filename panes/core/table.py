@@ -165,7 +165,7 @@ class Table:
             and same_value(self.records(), other.records())
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # (unhashable: == compares values; typeshed wants a method)
 
     def __repr__(self) -> str:
         return f"Table({self.n_rows} rows: {', '.join(self.columns)})"

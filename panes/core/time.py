@@ -117,8 +117,6 @@ def parse_instant(value: object, unit: str = "ms") -> int:
         if value.tzinfo is None:
             value = value.replace(tzinfo=_dt.UTC)
         return _datetime_ms(value)
-    if hasattr(value, "value") and type(value).__name__ == "Timestamp":  # pandas.Timestamp
-        return parse_instant(value.to_pydatetime())
     if not isinstance(value, str):
         raise ValueError(f"not a timestamp: {value!r}")
     text = value.strip()

@@ -180,12 +180,16 @@ def reason_detail(checks: list[Check]) -> tuple[Column, Column]:
     if not checks:
         none = F.lit(None).cast("string")
         return none, none
-    reason = detail = None
-    for c in checks:
-        bad, why = ~c.ok, c.detail if isinstance(c.detail, Column) else F.lit(c.detail)
-        reason = F.when(bad, F.lit(c.reason.value)) if reason is None else reason.when(bad, F.lit(c.reason.value))
-        detail = F.when(bad, why) if detail is None else detail.when(bad, why)
+    first, *rest = checks
+    reason, detail = F.when(~first.ok, F.lit(first.reason.value)), F.when(~first.ok, _detail_of(first))
+    for c in rest:
+        bad = ~c.ok
+        reason, detail = reason.when(bad, F.lit(c.reason.value)), detail.when(bad, _detail_of(c))
     return reason, detail
+
+
+def _detail_of(check: Check) -> Column:
+    return check.detail if isinstance(check.detail, Column) else F.lit(check.detail)
 
 
 def record_json(columns: list[str], schema: ST.StructType | None = None) -> Column:
@@ -227,6 +231,7 @@ def _double(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
 
 
 def _column_type(fn: A.AggregateFn, schema: ST.StructType) -> ST.DataType:
+    assert fn.column is not None, f"{fn.name} reads a column"  # (only count reads none: a long)
     return schema[fn.column].dataType
 
 

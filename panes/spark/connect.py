@@ -68,11 +68,13 @@ def server_python(spark: Any, paths: tuple[str, ...] = ()) -> ServerPython:
     import json
 
     def probe(pdf):  # (self-contained: no name of this module in it)
+        import importlib.abc
         import importlib.machinery
         import json as json_
         import os
         import re as re_
         import sys
+        import zipimport
 
         import pandas as pd
 
@@ -80,7 +82,11 @@ def server_python(spark: Any, paths: tuple[str, ...] = ()) -> ServerPython:
         own = [p for p in sys.path if p and not os.path.abspath(p).startswith(artifacts)]
         found = importlib.machinery.PathFinder.find_spec("panes", own)
         version = None
-        if found is not None and found.origin:
+        if (
+            found is not None
+            and found.origin
+            and isinstance(found.loader, (importlib.abc.ResourceLoader, zipimport.zipimporter))
+        ):
             text = found.loader.get_data(found.origin).decode()
             m = re_.search(r"__version__\s*=\s*[\"']([^\"']+)", text)
             version = m.group(1) if m else "unknown"

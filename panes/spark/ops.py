@@ -80,6 +80,7 @@ class Sql:
     def __ge__(self, other: Any) -> Sql:
         return self._op(">=", other)
 
+    # (comparisons build expressions, as PySpark's Column's do: not the bool object's methods return)
     def __eq__(self, other: Any) -> Sql:  # type: ignore[override]
         return self._op("=", other)
 
@@ -101,7 +102,7 @@ class Sql:
     def __invert__(self) -> Sql:
         return Sql(f"(NOT {self.text})")
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # (unhashable, as == builds an expression; typeshed wants a method)
 
 
 def sql(value: Any) -> str:

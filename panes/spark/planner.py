@@ -79,14 +79,15 @@ def explain_plan(pipeline: Pipeline, mode: str = "stream") -> str:
     if pipeline.window_pipeline is not None:
         return plan_text(pipeline, mode)
     if mode == "batch":
-        if native_batch_supported(pipeline):
+        why_not = batch_unsupported(pipeline)
+        if why_not is None:
             return (
                 "batch: native Spark aggregation (window assignment by expressions, sessions "
                 "merged as intervals in time order by window functions (rows first grouped per gap of time "
                 "when the gap is fixed), KIP-450 sliding "
                 "windows framed with window functions, groupBy, native aggregate functions)"
             )
-        return "batch: core engine over hash buckets of the key (" + batch_unsupported(pipeline) + ")"
+        return "batch: core engine over hash buckets of the key (" + why_not + ")"
     why = stream_unsupported(pipeline)
     if why is None:
         return (

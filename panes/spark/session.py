@@ -5,10 +5,11 @@ set up."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -183,14 +184,15 @@ def active_blocks() -> int:
 HOT_CLASSES = ("org.apache.spark.sql.functions", "functions", "PythonUtils")
 
 
-def _speed_up() -> list:
+def _speed_up() -> list[Callable[[], object]]:
     """Set the two shortcuts; the functions that undo them."""
-    undo = []
+    undo: list[Callable[[], object]] = []
     import pyspark.errors.utils as U
 
     if hasattr(U, "_enable_debugging_cache"):
         before = U._enable_debugging_cache
-        U._enable_debugging_cache = False
+        # (PySpark declares the cache None until it is first read, and a bool after)
+        U._enable_debugging_cache = False  # type: ignore[assignment]
         undo.append(lambda: setattr(U, "_enable_debugging_cache", before))
         _patched.append("call sites")
     from pyspark import SparkContext
@@ -203,7 +205,7 @@ def _speed_up() -> list:
     for name, cls in classes.items():
         if name not in jvm.__dict__:  # a JVM view answers an unknown name with a round trip
             jvm.__dict__[name] = cls
-            undo.append(lambda name=name: jvm.__dict__.pop(name, None))
+            undo.append(functools.partial(jvm.__dict__.pop, name, None))
             _patched.append(name)
     return undo
 

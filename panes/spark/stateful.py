@@ -136,9 +136,8 @@ class BucketProcessor(StatefulProcessor):
 
     # -- state --------------------------------------------------------------------------------
     def _load(self) -> EngineState:
-        if self.store.exists():
-            return pickle.loads(self.store.get()[0])
-        return self.engine.new_state()
+        stored = self.store.get()  # (None: the bucket has no state yet)
+        return self.engine.new_state() if stored is None else pickle.loads(stored[0])
 
     def _save(self, st: EngineState) -> None:
         """Store the bucket's state and keep one event-time timer at its next deadline."""

@@ -76,7 +76,7 @@ class Engine:
         watermark: int | None = None,
         processing_time: int | None = None,
         end: bool = False,
-        record_of: Callable[[int], dict] | None = None,
+        record_of: Callable[[int], dict | str] | None = None,
         active: bool = False,
     ) -> StepResult:
         """One replay step: the clock moves, the batch is ingested (lateness against the current
@@ -143,7 +143,7 @@ class Engine:
         state: EngineState,
         batch: pd.DataFrame,
         processing_time: int | None = None,
-        record_of: Callable[[int], dict] | None = None,
+        record_of: Callable[[int], dict | str] | None = None,
     ) -> StepResult:
         """Add a batch of valid rows (``__ts`` int64 ms, the key and value columns)."""
         if processing_time is not None:

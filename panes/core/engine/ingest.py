@@ -107,7 +107,7 @@ def late_letters(
     ingested: Ingested,
     batch: pd.DataFrame,
     watermark: int,
-    record_of: Callable[[int], dict] | None,
+    record_of: Callable[[int], dict | str] | None,
     report_end: Callable[[int], int],
 ) -> list[DeadLetter]:
     """The dead letters of rows that missed windows, in row order, naming the windows: ``late``

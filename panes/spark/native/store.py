@@ -310,8 +310,10 @@ class NativeStream:
         # field is never null and leaves nulls in it where the struct is null, on which
         # PySpark's toArrow and pyarrow's Parquet writer fail; Spark reads a table with every
         # field nullable anyway)
-        # (PySpark's private _collect_as_arrow: the batches without toArrow's schema check)
-        got = pa.Table.from_batches(table._collect_as_arrow(empty_list_if_zero_records=False))  # type: ignore[operator]
+        # (PySpark's private _collect_as_arrow: the batches without toArrow's schema check; the classic
+        # DataFrame's, which PySpark's DataFrame type lacks: its __getattr__ types the name as a Column)
+        batches = table._collect_as_arrow(empty_list_if_zero_records=False)  # type: ignore[operator]
+        got = pa.Table.from_batches(batches)
         got = got.cast(pa.schema([_nullable(f) for f in got.schema]))
         path.mkdir(parents=True)
         pq.write_table(got, path / "part-00000.parquet")
@@ -349,7 +351,7 @@ class NativeStream:
         try:
             for f in path.glob("*.parquet"):
                 md = pq.read_metadata(f)
-                rows += md.num_rows  # type: ignore[operator]
+                rows += md.num_rows
                 names = md.schema.names
                 for r in range(md.num_row_groups):
                     g = md.row_group(r)
