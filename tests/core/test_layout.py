@@ -1,6 +1,7 @@
 """The layout rules of the developers' guide, read from the source with ``ast``: no module over 500
-lines, no function over 60 lines, no private (leading underscore) name used across modules, and the
-layers: the core, the spec and the scenarios import neither panes.spark nor pyspark.
+lines, no function over 60 lines, no private (leading underscore) name used across modules, no
+import cycle among the modules' top-level imports, and the layers: the core, the spec and the
+scenarios import neither panes.spark nor pyspark.
 
 ``CHECKED``, what the size and private-name rules cover, is all of ``panes/``."""
 
@@ -110,6 +111,58 @@ def private_names_across_modules(path: Path, tree: ast.AST) -> list[str]:
     return out
 
 
+def top_level_imports(path: Path, tree: ast.AST) -> set[str]:
+    """The panes modules a module imports as it is imported: its imports outside functions and
+    outside ``if TYPE_CHECKING:`` (an import inside a function runs when it is called)."""
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                visit(ast.Module(body=child.orelse, type_ignores=[]))
+                continue
+            if isinstance(child, ast.Import):
+                out.update(a.name for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                mod = _resolve(path, child)
+                out.update(f"{mod}.{a.name}" if _is_module(f"{mod}.{a.name}") else mod for a in child.names)
+            visit(child)
+
+    visit(tree)
+    return {m for m in out if m.split(".")[0] == "panes" and m != module_name(path)}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The cycles of an import graph (module -> the modules it imports): its strongly connected
+    components of more than one module (Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = stack[stack.index(v) :]
+            del stack[stack.index(v) :]
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return cycles
+
+
 def _parse(path: Path) -> ast.AST:
     return ast.parse(path.read_text(), filename=str(path))
 
@@ -161,6 +214,11 @@ def test_no_spark_below_the_spark_layer(path):
     assert bad == []
 
 
+def test_no_import_cycle():
+    graph = {module_name(p): top_level_imports(p, _parse(p)) for p in CHECKED}
+    assert import_cycles(graph) == []
+
+
 # -- the checks themselves find what they look for ----------------------------------------------------
 
 
@@ -181,6 +239,22 @@ def test_the_checks_find_violations():
     assert "panes.spark.native" in mods and "pyspark.sql" in mods and "panes.spark.planner" in mods
     assert private_names_across_modules(path, tree) == ["from panes.core.engine.state import _hidden", "rules._secret"]
     assert long_functions(tree) == [("g", MAX_FUNCTION_LINES + 1)]
+
+
+def test_the_cycle_check_finds_cycles_at_the_top_level_only():
+    path = PANES / "core" / "engine" / "engine.py"
+    src = (
+        "from typing import TYPE_CHECKING\n"
+        "from . import state\n"
+        "from ..rules import Reason\n"
+        "if TYPE_CHECKING:\n"
+        "    from ...spark import planner\n"
+        "def f():\n"
+        "    from ... import replay\n"
+    )
+    assert top_level_imports(path, ast.parse(src)) == {"panes.core.engine.state", "panes.core.rules"}
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
 
 
 def test_test_modules_have_unique_names():
