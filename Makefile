@@ -48,9 +48,10 @@ test-core: setup
 
 # crash safety: a real `panes run` killed with SIGKILL at 20 random moments per plan (native,
 # stateful) and run again; its file sinks compared with an uninterrupted run's (tests/chaos.py;
-# an hour or so on a 2-core machine)
+# an hour or so on a 2-core machine). `make chaos KILLS=3` for a shorter try.
+KILLS ?= 20
 chaos: setup
-	$(PY) tests/chaos.py --kills 20
+	$(PY) tests/chaos.py --kills $(KILLS)
 
 # style and types (settings in pyproject.toml): ruff's lint rules and format check, then mypy; all
 # three run, and the target fails if any of them found something. `make format` fixes what ruff can.

@@ -2,8 +2,8 @@
 stands. Both are checked before a run reads any data.
 
 - ``<checkpoint>/panes/state.json``: the fields of the spec that shape the state (``STATE_FIELDS``:
-  the windows, the key, the aggregates, the trigger, the accumulation mode, the lateness, the time
-  column and unit, the plan, the buckets). A run whose spec changes one of them is refused, naming
+  the windows, the key, the aggregates or window pipeline, the trigger, the accumulation mode, the
+  lateness, the time column and unit, the plan, the buckets). A run whose spec changes one of them is refused, naming
   the field; other changes (sinks, paths, the trigger interval, the watermark's delay) are allowed.
 - The input's end: ending the input (every window closes) is a run's explicit choice
   (``--end-input``). It writes control records into the checkpoint's control stream
@@ -28,6 +28,7 @@ STATE_FIELDS = (
     "window",
     "key",
     "aggregates",
+    "window_pipeline",
     "trigger",
     "accumulation",
     "allowed_lateness",
@@ -50,6 +51,8 @@ def state_meaning(spec: RunSpec, plan: str) -> dict:
         "window": p.window.describe(),
         "key": list(p.key),
         "aggregates": {a.output: a.fn.describe() for a in p.aggregates},
+        # (a window's later panes and retractions restate what its earlier panes ran)
+        "window_pipeline": p.window_pipeline.describe() if p.window_pipeline is not None else None,
         "trigger": p.trigger.describe(),
         "accumulation": p.accumulation,
         "allowed_lateness": p.allowed_lateness,

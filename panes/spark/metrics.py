@@ -8,11 +8,13 @@ they add up to).
   (``event_time_min``/``_max``: a run warns when they look like another unit); on the native plan
   also ``in_window`` and ``in_no_window`` (valid records with a window, and in a hopping gap).
 - ``OUTPUT`` (stateful plan), on the processor's output: ``counted`` and ``in_no_window`` as the
-  engine counted them, ``panes``, ``late``.
+  engine counted them (its count rows), ``panes``, and one count per reason the engine gives
+  (``late``, ``window_closed``, ``window_pipeline_failed``: ``ENGINE_REASONS``).
 
 On the native plan lateness is decided per micro-batch inside ``foreachBatch``, where Spark collects
 no observed metrics: its records counted are ``in_window`` less the late dead letters its sink
-received (``panes.runner``).
+received (``panes.runner``). So is a SQL window pipeline's failure (its query runs there): its
+``window_pipeline_failed`` dead letters are those its sink received.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ INPUT = "panes"
 OUTPUT = "panes_output"
 #: the reasons a record's own checks give (late is decided against the watermark, later)
 RECORD_REASONS = tuple(r.value for r in VALIDATION_ORDER if r is not Reason.LATE)
+#: the reasons the engine gives on the stateful plan (against the watermark, a trigger, a window's
+#: pipeline): counted in its output
+ENGINE_REASONS = tuple(r.value for r in Reason if r.value not in RECORD_REASONS)
 
 
 def input_counts(control: str | None, event_time: Column | None, windows: tuple[Column, Column] | None) -> list[Column]:
@@ -72,7 +77,7 @@ def output_counts(kind: str, reason: str, counted: str, in_no_window: str) -> li
         F.coalesce(F.sum(counted), F.lit(0)).alias("counted"),
         F.coalesce(F.sum(in_no_window), F.lit(0)).alias("in_no_window"),
         F.count_if(F.col(kind) == F.lit("P")).alias("panes"),
-        F.count_if((F.col(kind) == F.lit("D")) & (F.col(reason) == F.lit(Reason.LATE.value))).alias("late"),
+        *[F.count_if((F.col(kind) == F.lit("D")) & (F.col(reason) == F.lit(r))).alias(r) for r in ENGINE_REASONS],
     ]
 
 

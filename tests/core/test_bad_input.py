@@ -417,3 +417,22 @@ def test_a_key_that_is_no_string_number_or_boolean_is_an_invalid_value():
         ("invalid_value", "key column(s) ['k']: not a string, number or boolean")
     ] * 3
     assert sorted(p["k"] for p in r.panes) == [True, 1.5]
+
+
+# -- every reason, documented and observed ------------------------------------------------------------
+
+
+def test_every_reason_is_in_the_readme_table_and_in_the_spark_metrics():
+    from panes.core.rules import VALIDATION_ORDER, Reason
+    from panes.spark import metrics
+
+    readme = (ROOT / "README.md").read_text().splitlines()
+    documented = [line.split("`")[1] for line in readme if line.startswith("| `") and line.count("|") == 3]
+    reasons = [r.value for r in Reason]
+    assert set(reasons) <= set(documented)
+    # in the order a record's checks run
+    assert [r for r in documented if r in reasons][:6] == [r.value for r in VALIDATION_ORDER]
+    # each reason is an observed metric: the records' own checks on the input, the engine's on the
+    # stateful plan's output
+    assert sorted(metrics.RECORD_REASONS + metrics.ENGINE_REASONS) == sorted(reasons)
+    assert metrics.ENGINE_REASONS == ("late", "window_closed", "window_pipeline_failed")

@@ -23,7 +23,8 @@ BASE = {
 
 
 def _meaning(plan="native", **changes):
-    return ck.state_meaning(parse_run_spec({**BASE, **changes}), plan)
+    doc = {k: v for k, v in {**BASE, **changes}.items() if v is not None or k == "event_time"}
+    return ck.state_meaning(parse_run_spec(doc), plan)
 
 
 @pytest.fixture
@@ -44,6 +45,11 @@ def started(tmp_path):
             ["window", "aggregates"],
         ),
         ({"key": ["k", "v"]}, "native", ["key"]),
+        (
+            {"aggregates": None, "window_pipeline": {"sql": "SELECT count(*) AS n FROM rows"}},
+            "native",
+            ["aggregates", "window_pipeline"],
+        ),
         ({"trigger": {"after_watermark": {"early": {"count": 2}}}}, "native", ["trigger"]),
         ({"accumulation": "discarding"}, "native", ["accumulation"]),
         ({"allowed_lateness": "1 minute"}, "native", ["allowed_lateness"]),

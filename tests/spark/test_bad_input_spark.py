@@ -4,6 +4,7 @@ reaches Spark gives its dead letter with the reason, and every record is account
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,42 @@ def test_counts_are_observed_metrics_a_spark_user_reads(spark, tmp_path, plan):
     else:
         engine = total("panes_output")
         assert (engine["counted"], engine["in_no_window"], engine["late"]) == (2, 0, 0)
+
+
+ENGINE_CASES = {
+    # a once-trigger fired on the window's first record: the second, a micro-batch later, finds it closed
+    "window_closed": ({"trigger": {"after_count": 1}}, "2021-08-07T10:20:00Z"),
+    # a window of one row, on which the window pipeline fails once the watermark passed its end
+    "window_pipeline_failed": (
+        {"window_pipeline": {"fn": "window_functions:rows_unless_odd", "schema": "n LONG"}},
+        "2021-08-07T12:30:00Z",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ENGINE_CASES))
+def test_the_engines_reasons_are_observed_metrics_on_the_stateful_plan(spark, tmp_path, case):
+    import panes
+    from panes.io import read_stream
+
+    changes, later = ENGINE_CASES[case]
+    doc = _spec(tmp_path, [GOOD], "k STRING, t STRING, v LONG").model_dump(by_alias=True, exclude_none=True)
+    if "window_pipeline" in changes:
+        del doc["aggregates"]
+    doc.update(changes)
+    doc["source"]["max_files_per_trigger"] = 1
+    (tmp_path / "data" / "part-1.json").write_text(json.dumps({"k": "a", "t": later, "v": 2}) + "\n")
+    for i in range(2):  # (a file source reads files in modification-time order)
+        os.utime(tmp_path / "data" / f"part-{i}.json", (1_600_000_000 + i,) * 2)
+    result = panes.window(read_stream(spark, parse_run_spec(doc).source), doc, plan="stateful")
+    dead: list = []
+    query = result.write_stream(
+        lambda d, i: d.count(), lambda d, i: dead.extend(d.collect()), str(tmp_path / "ck"), availableNow=True
+    )
+    query.awaitTermination()
+    rows = [p["observedMetrics"]["panes_output"].asDict() for p in query.recentProgress if p.get("observedMetrics")]
+    engine = {k: sum(r[k] or 0 for r in rows) for k in rows[0]}
+    reasons = ("late", "window_closed", "window_pipeline_failed")
+    assert {r: engine[r] for r in reasons} == {r: int(r == case) for r in reasons}
+    assert engine["counted"] == (1 if case == "window_closed" else 2)
+    assert [d["reason"] for d in dead] == [case]

@@ -52,3 +52,11 @@ def not_a_frame(rows: pd.DataFrame):
 def count_sum_min(rows: pd.DataFrame) -> pd.DataFrame:
     """count(*), sum(v), min(v) of the window's rows, as one row."""
     return pd.DataFrame({"n": [len(rows)], "s": [int(rows["v"].sum())], "lo": [int(rows["v"].min())]})
+
+
+def rows_unless_odd(rows: pd.DataFrame) -> pd.DataFrame:
+    """The window's number of rows; fails on a window of an odd number of rows (the conservation
+    properties: a failed window's counted records go to the dead letters later)."""
+    if len(rows) % 2:
+        raise ValueError(f"an odd window: {len(rows)} rows")
+    return pd.DataFrame({"n": [len(rows)]})
