@@ -266,48 +266,8 @@ def test_late_data_on_each_input_is_dead_lettered_once_naming_its_input():
 # -- where every record went ---------------------------------------------------------------------
 
 
-def _at(s: str) -> str:
-    return f"2024-01-01T00:00:{s}Z"
-
-
-ACCOUNTED = {
-    "pipeline": {
-        "inputs": {"events": {"event_time": "t", "watermark": {"punctuation": True}}},
-        "stages": [
-            {
-                "name": "gaps",
-                "from": "events",
-                "window": {"hopping": {"size": "2 s", "hop": "5 s"}},
-                "aggregates": {"n": {"count": "*"}},
-            },
-            {
-                "name": "per_key",
-                "from": "events",
-                "key": "k",
-                "window": {"hopping": {"size": "3 s", "hop": "5 s"}},
-                "aggregates": {"n": {"count": "*"}},
-            },
-        ],
-    },
-    "timeline": [
-        {
-            "add": [
-                {"k": "a", "t": _at("01")},  # counted by both
-                {"k": "a", "t": _at("02.500")},  # in gaps' gap, counted by per_key
-                {"k": "a", "t": _at("04")},  # in a gap of both: in no window
-                {"t": _at("06")},  # counted by gaps, no key for per_key: a dead letter
-                {"k": "b"},  # no event time
-                "text",  # malformed
-                {"watermark": _at("20")},  # a watermark record
-            ]
-        },
-        {"add": [{"k": "a", "t": _at("01")}, {"k": "c", "t": _at("21")}]},  # late at both; counted
-    ],
-}
-
-
 def test_every_input_record_is_counted_once_across_the_stages_that_read_it():
-    result = replay_stages_core(load_stage_scenario(ACCOUNTED))
+    result = replay_stages_core(load_stage_scenario(STAGES / "accounting.yaml"))
     a = result.accounting.inputs["events"]
     assert (a.records_in, a.counted, a.dead_letters, a.in_no_window, a.watermark_records) == (9, 3, 4, 1, 1)
     assert dict(a.reasons) == {"malformed": 1, "missing_event_time": 1, "missing_key": 1, "late": 1}

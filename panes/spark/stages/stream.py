@@ -29,9 +29,11 @@ from pyspark.sql import types as ST
 
 from ...core import rules
 from ...core.stages import Stage, StageGraph
+from ...core.stages.accounts import GraphAccounting
 from ...core.time import END_OF_INPUT, MIN_TIME
 from ...core.windows import Inherited
 from ..columns import BUCKET, CLOCK, DETAIL, INVALID, PUNCT, SPARK_END_MS, TS
+from .accounts import batch_accounting
 from .buckets import (
     BLOB,
     CONTRIB,
@@ -43,6 +45,7 @@ from .buckets import (
     OUTPUT,
     ROW,
     SIDE,
+    STAGE_INDEX,
     STATE,
     STEP_PHASE,
     SUB,
@@ -53,7 +56,6 @@ from .buckets import (
 from .transport import INPUT, RECORD, SEQ, bucket_of, data_rows, record_columns, typed_records
 
 STATE_DIR = "panes_stages"
-STAGE_INDEX = "__panes_stage_index"
 
 
 @dataclass
@@ -88,6 +90,8 @@ class StepOutput:
     dead_letters: DataFrame
     watermarks: Watermarks
     cached: list = field(default_factory=list)
+    #: where the micro-batch's input records went (when the plan keeps the account)
+    accounting: GraphAccounting | None = None
 
     def release(self) -> None:
         for df in self.cached:
@@ -102,9 +106,11 @@ class StagesStream:
         checkpoint: str,
         buckets: int = 8,
         scripted_clock: bool = False,
+        account: bool = False,
     ):
+        """``account``: work out where each micro-batch's input records went (two small jobs)."""
         self.graph, self.schemas, self.buckets = graph, schemas, buckets
-        self.scripted_clock = scripted_clock
+        self.scripted_clock, self.account = scripted_clock, account
         self.root = Path(checkpoint) / STATE_DIR
         self.root.mkdir(parents=True, exist_ok=True)
 
@@ -148,6 +154,8 @@ class StagesStream:
             letters.append(rows.filter(F.col(KIND) == "D").withColumn(STAGE_INDEX, F.lit(i)))
         panes = stage_rows[self.graph.output_stage.name].filter((F.col(KIND) == "P") & ~F.col(HIDDEN))
         out = StepOutput(panes, stage_rows, once(letters), after, [batch, *stage_rows.values()])
+        if self.account:
+            out.accounting = batch_accounting(self.graph, batch, out.dead_letters, stage_rows)
         if on_dead_letters is not None:
             on_dead_letters(out.dead_letters, batch_id)
         if on_panes is not None:
