@@ -249,3 +249,18 @@ def test_panes_run_keeps_windows_open_until_the_inputs_end_explicitly(spark, tmp
     with pytest.raises(SpecError) as refused:
         run_stages(parse_stages_run_spec(doc), spark=spark, progress=False)
     assert [e.field for e in refused.value.errors] == ["checkpoint"]
+
+
+def test_a_micro_batch_run_again_reads_the_clock_it_first_had(tmp_path):
+    """Apex's idempotency: a micro-batch Spark runs again after a failure gets the processing time
+    it first had (its processing-time triggers fire alike), and the clock never goes back."""
+    from dataclasses import replace
+
+    from panes.spark.stages.stream import StagesStream, Watermarks
+
+    graph = load_stage_scenario(ROOT / "scenarios" / "stages" / "nexmark_q5.yaml").graph
+    marks = Watermarks.first(graph)
+    first = StagesStream(graph, {}, str(tmp_path)).clock_of(3, marks)
+    assert StagesStream(graph, {}, str(tmp_path)).clock_of(3, replace(marks, clock=first + 5)) == first
+    ahead = first + 10**9
+    assert StagesStream(graph, {}, str(tmp_path)).clock_of(4, replace(marks, clock=ahead)) == ahead
