@@ -227,12 +227,9 @@ def run(spec: str, master: str | None, mode: str | None, to_stdout: bool, end_in
     from .stage_spec import is_stages_document, load_stages_run_spec
 
     if is_stages_document(load_document(spec)):
-        ms = load_stages_run_spec(spec)
-        if mode:
-            ms.mode = "batch" if mode == "batch" else "stream"
-        from .stage_runner import run_stages
+        from .stage_runner import run_stages_command
 
-        run_stages(ms, master=master, progress=not quiet)
+        run_stages_command(load_stages_run_spec(spec), master, mode, to_stdout, end_input, quiet)
         return
     s = load_run_spec(spec)
     if mode:

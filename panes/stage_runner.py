@@ -1,5 +1,13 @@
 """``panes run`` for a multi-stage spec: each input read from its source, the stages run as a
-stream (``panes.spark.stages``) or a batch, the output stage's panes to the sink."""
+stream (``panes.spark.stages``) or a batch, the output stage's panes to the sink.
+
+A stream's life on its checkpoint is a single-stage stream's (``panes.runner``): before it reads
+anything the run checks that the checkpoint's state means what the spec says
+(``panes.stage_checkpoint``); with ``available_now`` it processes what is there and stops, the
+open windows of every stage kept for the next run; ending the inputs (``--end-input``,
+``spark.end_input``) is explicit, after which the checkpoint takes no more data. Each micro-batch
+and the last line account for every input record (``core.stages.accounts``).
+"""
 
 from __future__ import annotations
 
@@ -8,42 +16,76 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import checkpoint as ck
+from .core.stages.accounts import GraphAccounting
 from .io import read_batch, read_stream, write_batch
 from .runner import CONTROL
 from .spark.columns import SPARK_END_MS
 from .spark.session import get_spark
 from .spark.stages.plan import stages_batch, stages_stream
-from .spec import SinkSpec
+from .spec import SinkSpec, SpecError
+from .stage_checkpoint import checkpoint_errors, finished, mark_ended, run_errors, stages_meaning
 from .stage_spec import StagesRunSpec
 
 
 def console():
     from rich.console import Console
 
-    return Console(stderr=True, soft_wrap=True)
+    return Console(stderr=True, soft_wrap=True, highlight=False)
 
 
-def run_stages(spec: StagesRunSpec, master: str | None = None, progress: bool = True, spark=None) -> dict:
-    """Run a validated multi-stage spec. Returns counts: panes, dead letters, batches."""
+def run_stages(
+    spec: StagesRunSpec,
+    master: str | None = None,
+    progress: bool = True,
+    spark=None,
+    end_input: bool | None = None,
+) -> dict:
+    """Run a validated multi-stage spec. Returns the counts: panes, dead letters, batches, and
+    for a stream the account of its input records. ``end_input``: default ``spark.end_input``."""
+    end_input = spec.spark.end_input if end_input is None else end_input
+    errors = checkpoint_errors(spec, end_input)
+    if errors:
+        raise SpecError.of(errors)
     spark = spark or get_spark(master or spec.spark.master, spec.spark.shuffle_partitions, spec.spark.conf)
-    graph = spec.to_graph()
     dl_sink = spec.dead_letter or SinkSpec(format="console")
     con = console()
     if spec.mode == "batch":
-        res = stages_batch(
-            {n: read_batch(spark, i.source) for n, i in spec.inputs.items()}, graph, buckets=spec.spark.buckets
-        )
-        if progress:
-            con.print(f"[bold]panes[/bold] {res.plan}")
-        panes, dead = res.panes, res.dead_letters
-        n_panes, n_dead = panes.count(), dead.count()
-        write_batch(panes.orderBy("window_end", "window_start", *graph.output_stage.key), spec.sink, title="panes")
-        if n_dead:
-            write_batch(dead, dl_sink, title="dead letters")
-        if progress:
-            con.print(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters")
-        return {"panes": n_panes, "dead_letters": n_dead, "batches": 1}
-    return run_stream(spark, spec, dl_sink, progress, con)
+        return run_batch(spark, spec, dl_sink, progress, con)
+    return StagesRun(spark, spec, dl_sink, progress, con, end_input).run()
+
+
+def run_stages_command(
+    spec: StagesRunSpec, master: str | None, mode: str | None, to_stdout: bool, end_input: bool, quiet: bool
+) -> dict:
+    """``panes run`` of a multi-stage spec: its options applied, every check before Spark starts."""
+    if mode:
+        spec.mode = "batch" if mode == "batch" else "stream"
+    if to_stdout:
+        spec.sink = SinkSpec(format="stdout")
+    if end_input:
+        spec.spark.end_input = True
+    errors = run_errors(spec, create=True) + checkpoint_errors(spec, spec.spark.end_input)
+    if errors:
+        raise SpecError.of(errors)
+    return run_stages(spec, master=master, progress=not quiet)
+
+
+def run_batch(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con) -> dict:
+    graph = spec.to_graph()
+    res = stages_batch(
+        {n: read_batch(spark, i.source) for n, i in spec.inputs.items()}, graph, buckets=spec.spark.buckets
+    )
+    if progress:
+        con.print(f"[bold]panes[/bold] {res.plan}")
+    panes, dead = res.panes, res.dead_letters
+    n_panes, n_dead = panes.count(), dead.count()
+    write_batch(panes.orderBy("window_end", "window_start", *graph.output_stage.key), spec.sink, title="panes")
+    if n_dead:
+        write_batch(dead, dl_sink, title="dead letters")
+    if progress:
+        con.print(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters")
+    return {"panes": n_panes, "dead_letters": n_dead, "batches": 1}
 
 
 def sink(target: SinkSpec, what: str, counts: dict):
@@ -61,60 +103,107 @@ def sink(target: SinkSpec, what: str, counts: dict):
     return write
 
 
-def trigger_of(spec: StagesRunSpec) -> dict:
-    if spec.spark.available_now:
-        return {"availableNow": True}
-    if spec.spark.trigger_interval:
-        return {"processingTime": f"{spec.spark.trigger_interval} milliseconds"}
-    return {}
+class StagesRun:
+    """One ``panes run`` of a multi-stage stream: the data pass, the inputs' end when asked."""
 
+    def __init__(self, spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con, end_input: bool):
+        self.spark, self.spec, self.dl_sink, self.progress, self.con = spark, spec, dl_sink, progress, con
+        self.end_input = end_input
+        self.checkpoint = spec.checkpoint or tempfile.mkdtemp(prefix="panes-checkpoint-")
+        self.control_dir = Path(self.checkpoint) / ck.CONTROL_DIR
+        self.counts = {"panes": 0, "dead_letters": 0, "batches": 0}
+        self.totals = GraphAccounting()
 
-def run_stream(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con) -> dict:
-    checkpoint = spec.checkpoint or tempfile.mkdtemp(prefix="panes-checkpoint-")
-    control_dir = Path(checkpoint) / "control"
-    control_dir.mkdir(parents=True, exist_ok=True)
-    # a control stream beside each source: panes writes a watermark record there to end the inputs
-    frames = {}
-    for name, inp in spec.inputs.items():
-        control = spark.readStream.schema(f"{CONTROL} LONG").json(str(control_dir))
-        frames[name] = read_stream(spark, inp.source).unionByName(control, allowMissingColumns=True)
-    res = stages_stream(frames, spec.to_graph(), buckets=spec.spark.buckets, control_wm=CONTROL)
-    counts = {"panes": 0, "dead_letters": 0, "batches": 0}
+    def say(self, text: str) -> None:
+        if self.progress:
+            self.con.print(text)
 
-    def start():
-        return res.write_stream(
-            sink(spec.sink, "panes", counts),
-            sink(dl_sink, "dead letters", counts),
-            checkpoint,
-            query_name=spec.name or "panes",
-            **trigger_of(spec),
+    def run(self) -> dict:
+        spec = self.spec
+        if spec.checkpoint and finished(spec):
+            self.say(
+                f"[green]done[/green]: the inputs of {self.checkpoint} ended already, and nothing new "
+                f"arrived since: nothing to do"
+            )
+            return self.result_counts()
+        ck.record(self.checkpoint, stages_meaning(spec))
+        self.control_dir.mkdir(parents=True, exist_ok=True)
+        # a control stream beside each source: panes writes a watermark record there to end the inputs
+        frames = {}
+        for name, inp in spec.inputs.items():
+            control = self.spark.readStream.schema(f"{CONTROL} LONG").json(str(self.control_dir))
+            frames[name] = read_stream(self.spark, inp.source).unionByName(control, allowMissingColumns=True)
+        self.result = stages_stream(frames, spec.to_graph(), buckets=spec.spark.buckets, control_wm=CONTROL)
+        self.say(f"[bold]panes[/bold] stream: {self.result.plan}; checkpoint {self.checkpoint}")
+        complete = self.one_pass(spec.spark.available_now or self.end_input)
+        if self.end_input and complete:
+            self.end()
+        elif self.end_input:
+            self.say("stopped before the sources were read: the inputs were not ended")
+        self.done()
+        return self.result_counts()
+
+    def result_counts(self) -> dict:
+        """The panes, dead letters (as written) and micro-batches, and the account of the records."""
+        return {**self.totals.as_dict(), **self.counts}
+
+    def one_pass(self, bounded: bool) -> bool:
+        """Run the query until it ends (bounded: what is there now), is stopped or times out;
+        whether it ended by itself."""
+        trigger: dict = {}
+        if bounded:
+            trigger = {"availableNow": True}
+        elif self.spec.spark.trigger_interval:
+            trigger = {"processingTime": f"{self.spec.spark.trigger_interval} milliseconds"}
+        q = self.result.write_stream(
+            sink(self.spec.sink, "panes", self.counts),
+            sink(self.dl_sink, "dead letters", self.counts),
+            self.checkpoint,
+            query_name=self.spec.name or "panes",
+            on_accounting=self.accounted,
+            **trigger,
         )
-
-    if progress:
-        con.print(f"[bold]panes[/bold] stream: {res.plan}; checkpoint {checkpoint}")
-    q = start()
-    t0 = time.time()
-    try:
-        while q.isActive:
-            q.awaitTermination(1.0)
-            if spec.timeout and (time.time() - t0) * 1000 >= spec.timeout:
-                break
-        if spec.spark.available_now:
-            # the inputs are complete: end them, so every window of every stage closes
-            (control_dir / f"end-{int(time.time() * 1000)}.json").write_text(json.dumps({CONTROL: SPARK_END_MS}) + "\n")
-            q.stop()
-            q = start()
+        t0, complete = time.time(), False
+        try:
             while q.isActive:
                 q.awaitTermination(1.0)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        q.stop()
-    if q.exception():
-        raise RuntimeError(str(q.exception()))
-    if progress:
-        con.print(
-            f"[green]done[/green]: {counts['batches']} micro-batches, {counts['panes']} panes, "
-            f"{counts['dead_letters']} dead letters"
+                if self.spec.timeout and (time.time() - t0) * 1000 >= self.spec.timeout:
+                    break
+            else:
+                complete = True
+        except KeyboardInterrupt:
+            self.say("stopping (interrupted)")
+        finally:
+            q.stop()
+        if q.exception():
+            raise RuntimeError(str(q.exception()))
+        return complete
+
+    def accounted(self, accounting: GraphAccounting, batch_id: int) -> None:
+        self.totals.add_graph(accounting)
+        self.say(f"batch {batch_id:>4}: {accounting.summary()}")
+
+    def end(self) -> None:
+        """End every input for good: a control record moves each input's watermark to +infinity,
+        so every window of every stage closes. Each control file is written once: a run killed
+        midway finishes the ending when run again with ``--end-input``."""
+        for name in ck.END_FILES:
+            path = self.control_dir / name
+            if not path.exists():
+                tmp = path.with_name(f".{name}.tmp")  # (hidden: the file source skips it)
+                tmp.write_text(json.dumps({CONTROL: SPARK_END_MS}) + "\n")
+                tmp.replace(path)
+            self.one_pass(bounded=True)
+        mark_ended(self.spec.model_copy(update={"checkpoint": self.checkpoint}))
+
+    def done(self) -> None:
+        state = (
+            "inputs ended: every window closed"
+            if ck.input_ended(self.checkpoint)
+            else f"open windows kept in {self.checkpoint}"
         )
-    return counts
+        c = self.counts
+        self.say(
+            f"[green]done[/green]: {c['batches']} micro-batches, {c['panes']} panes, {c['dead_letters']} dead "
+            f"letters; {self.totals.summary()}; {state}"
+        )

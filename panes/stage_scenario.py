@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.stages import GraphRunner, StageGraph, letter_record
+from .core.stages.accounts import GraphAccounting
 from .scenario import DOCUMENT_KEYS, ReplayResult, parse_step
 from .spec import FieldError, SpecError, load_document
 from .stage_spec import StagesSpec, parse_stages_spec
@@ -109,6 +110,7 @@ def replay_stages_core(scenario: StageScenario) -> StageReplayResult:
     state = runner.new_state()
     stages: dict[str, list[dict]] = {s.name: [] for s in graph.stages}
     dead: list[dict] = []
+    accounting = GraphAccounting()
     for step in scenario.timeline:
         res = runner.step(
             state,
@@ -121,5 +123,7 @@ def replay_stages_core(scenario: StageScenario) -> StageReplayResult:
         for name, records in res.records.items():
             stages[name].extend(records)
         dead.extend(letter_record(d) for d in res.letters)
+        accounting.add_graph(res.accounting)
     output = graph.output_stage.name
-    return StageReplayResult(stages[output], dead, {"watermarks": dict(state.watermarks)}, stages=stages)
+    metrics = {"watermarks": dict(state.watermarks)}
+    return StageReplayResult(stages[output], dead, metrics, accounting, stages=stages)

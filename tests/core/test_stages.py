@@ -261,3 +261,49 @@ def test_late_data_on_each_input_is_dead_lettered_once_naming_its_input():
     # the late purchase is late at 'spent' too, which sums the others
     spent = [(r["timing"], r["spent"]) for r in result.stages["spent"]]
     assert spent == [("ON_TIME", 12), ("LATE", 21), ("ON_TIME", 6)]
+
+
+# -- where every record went ---------------------------------------------------------------------
+
+
+def test_every_input_record_is_counted_once_across_the_stages_that_read_it():
+    result = replay_stages_core(load_stage_scenario(STAGES / "accounting.yaml"))
+    a = result.accounting.inputs["events"]
+    assert (a.records_in, a.counted, a.dead_letters, a.in_no_window, a.watermark_records) == (9, 3, 4, 1, 1)
+    assert dict(a.reasons) == {"malformed": 1, "missing_event_time": 1, "missing_key": 1, "late": 1}
+    assert [(d["reason"], d.get("stage")) for d in result.dead_letters] == [
+        ("missing_event_time", None),
+        ("malformed", None),
+        ("missing_key", "per_key"),
+        ("late", "gaps"),
+    ]
+    assert result.accounting.summary() == (
+        "events: records in 9 = 3 counted + 4 dead letters (late 1, malformed 1, missing_event_time 1, "
+        "missing_key 1) + 1 in no window + 1 watermark records"
+    )
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_replay_accounts_for_every_record_of_each_input(path):
+    if path.stem == "user_merge":
+        pytest.importorskip("merges")
+    sc = load_stage_scenario(path)
+    result = replay_stages_core(sc)
+    for inp in sc.graph.inputs:
+        a = result.accounting.inputs[inp.name]
+        arrived = [r for s in sc.timeline if s.get("input") == inp.name for r in s.get("add", [])]
+        assert a.records_in == len(arrived)
+        assert a.unaccounted == 0
+        letters = [d for d in result.dead_letters if d["input"] == inp.name]
+        assert a.dead_letters == len(letters)
+    assert "does not add up" not in result.accounting.summary()
+
+
+def test_replay_prints_the_account_per_input_in_its_last_line():
+    result = CliRunner().invoke(main, ["replay", str(STAGES / "late_data.yaml")])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "done: 6 panes, 2 dead letters (not kept: pass --dead-letter FILE); "
+        "purchases: records in 5 = 4 counted + 1 dead letters (late 1) + 0 in no window; "
+        "people: records in 4 = 3 counted + 1 dead letters (late 1) + 0 in no window"
+    )

@@ -15,6 +15,7 @@ import pytest
 import panes
 from panes.scenario import dumps
 from panes.spark.stages.replay import replay_stages_spark
+from panes.spec import SpecError
 from panes.stage_runner import run_stages
 from panes.stage_scenario import load_stage_scenario, replay_stages_core
 from panes.stage_spec import parse_stages_run_spec
@@ -41,6 +42,7 @@ def test_spark_prints_the_core_panes(spark, path):
     on_spark = replay_stages_spark(scenario, spark=spark)
     assert on_spark.panes == core.panes
     assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
+    assert on_spark.accounting.as_dict() == core.accounting.as_dict()
     golden = ROOT / "golden" / "stages"
     for what, rows in (("panes", on_spark.panes), ("dead", on_spark.dead_letters)):
         assert "".join(dumps(r) + "\n" for r in rows) == (golden / f"{path.stem}.spark.{what}.jsonl").read_text()
@@ -166,7 +168,7 @@ def _run_spec(tmp_path, mode: str) -> dict:
         sink={"format": "json", "path": str(out / "panes")},
         dead_letter={"format": "json", "path": str(out / "dead")},
         checkpoint=str(tmp_path / "checkpoint"),
-        spark={"available_now": True},
+        spark={"end_input": True},
     )
     return doc
 
@@ -185,6 +187,14 @@ def test_panes_run_stream_and_batch_give_the_same_final_answer(spark, tmp_path):
         dead = _read(spark, Path(doc["dead_letter"]["path"]))
         assert [(d["reason"], d["input"]) for d in dead] == [("invalid_event_time", "persons")]
         assert counts["dead_letters"] == 1
+        if mode == "stream":  # every record accounted for, per input
+            persons, auctions = counts["inputs"]["persons"], counts["inputs"]["auctions"]
+            assert (persons["records_in"], persons["counted"], persons["reasons"]) == (
+                4,
+                3,
+                {"invalid_event_time": 1},
+            )
+            assert (auctions["records_in"], auctions["counted"], auctions["dead_letters"]) == (4, 4, 0)
     assert (
         results["stream"]
         == results["batch"]
@@ -216,3 +226,41 @@ def test_python_api_builds_the_same_pipeline_from_one_dataframe_per_input(spark)
     ]
     sellers = sorted((r["seller"], r["auctions"]) for r in by_stages.stage("sellers").collect())
     assert sellers == [(1, 2), (2, 1), (3, 1)]
+
+
+def test_panes_run_keeps_windows_open_until_the_inputs_end_explicitly(spark, tmp_path):
+    doc = _run_spec(tmp_path, "stream")
+    doc["spark"] = {"available_now": True}
+    sink = Path(doc["sink"]["path"])
+
+    def answer():
+        return sorted((p["id"], p["name"], p["auctions"]) for p in _read(spark, sink))
+
+    first = run_stages(parse_stages_run_spec(doc), spark=spark, progress=False)
+    # the merge's watermark is the people's (13 s): the window [10 s, 20 s) stays open
+    assert answer() == [(1, "ann", 2)]
+    assert first["records_in"] == 8
+    doc["spark"] = {"end_input": True}
+    run_stages(parse_stages_run_spec(doc), spark=spark, progress=False)
+    assert answer() == [(1, "ann", 2), (3, "cid", 1)]
+    again = run_stages(parse_stages_run_spec(doc), spark=spark, progress=False)
+    assert again["batches"] == 0
+    (tmp_path / "data" / "persons" / "part-9.json").write_text(json.dumps({"id": 5, "ts": "2024-01-01T00:00:30Z"}))
+    with pytest.raises(SpecError) as refused:
+        run_stages(parse_stages_run_spec(doc), spark=spark, progress=False)
+    assert [e.field for e in refused.value.errors] == ["checkpoint"]
+
+
+def test_a_micro_batch_run_again_reads_the_clock_it_first_had(tmp_path):
+    """Apex's idempotency: a micro-batch Spark runs again after a failure gets the processing time
+    it first had (its processing-time triggers fire alike), and the clock never goes back."""
+    from dataclasses import replace
+
+    from panes.spark.stages.stream import StagesStream, Watermarks
+
+    graph = load_stage_scenario(ROOT / "scenarios" / "stages" / "nexmark_q5.yaml").graph
+    marks = Watermarks.first(graph)
+    first = StagesStream(graph, {}, str(tmp_path)).clock_of(3, marks)
+    assert StagesStream(graph, {}, str(tmp_path)).clock_of(3, replace(marks, clock=first + 5)) == first
+    ahead = first + 10**9
+    assert StagesStream(graph, {}, str(tmp_path)).clock_of(4, replace(marks, clock=ahead)) == ahead

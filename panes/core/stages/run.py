@@ -23,6 +23,7 @@ from ..pipeline import Pipeline
 from ..records import parse_records
 from ..time import END_OF_INPUT, MIN_TIME
 from ..windows import GlobalWindows
+from .accounts import GraphAccounting, InputStep, input_account
 from .graph import Input, StageGraph
 from .rows import input_frame
 from .step import StageLetter, StageRunner
@@ -58,6 +59,8 @@ class GraphStep:
 
     records: dict[str, list[dict]] = field(default_factory=dict)
     letters: list[StageLetter | InputLetter] = field(default_factory=list)
+    #: where the step's input records went (``accounts``)
+    accounting: GraphAccounting = field(default_factory=GraphAccounting)
 
 
 def letter_record(d: StageLetter | InputLetter) -> dict:
@@ -115,12 +118,14 @@ class GraphRunner:
             state.processing_time = max(state.processing_time, processing_time)
         out = GraphStep()
         frames: dict[str, pd.DataFrame] = {}
+        arrived: dict[str, InputStep] = {}
         if input is not None and (records is not None or watermark is not None):
-            frames[input] = self.ingest(state, input, records or [], watermark, out)
+            frames[input], arrived[input] = self.ingest(state, input, records or [], watermark, out)
         if end:
             for name in [input] if input is not None else self.graph.input_names:
                 state.inputs[name].watermark = END_OF_INPUT
         stage_letters: list[StageLetter] = []
+        unwindowed: dict[str, list[set[int]]] = {}
         for stage in self.graph.stages:
             runner = self.runners[stage.name]
             wm = min(self.source_watermark(state, src) for src in stage.sources)
@@ -129,13 +134,31 @@ class GraphRunner:
             state.watermarks[stage.name] = res.output_watermark
             out.records[stage.name] = runner.visible(res.records)
             stage_letters += res.letters
-        out.letters += once(stage_letters)
+            for src, seqs in res.unwindowed.items():
+                unwindowed.setdefault(src, []).append(seqs)
+        letters = once(stage_letters)
+        out.letters += letters
+        self.account(out.accounting, arrived, letters, unwindowed)
         return out
+
+    def account(
+        self,
+        out: GraphAccounting,
+        arrived: dict[str, InputStep],
+        letters: list[StageLetter],
+        unwindowed: dict[str, list[set[int]]],
+    ) -> None:
+        """Where the step's input records went; the stages' dead letters of panes beside."""
+        for name, step in arrived.items():
+            mine = [(d.seq, str(d.letter.reason)) for d in letters if d.input == name and d.seq is not None]
+            readers = len(self.graph.readers(name))
+            out.add_input(name, input_account(step, mine, unwindowed.get(name, []), readers))
+        out.pane_letters.update(str(d.letter.reason) for d in letters if d.seq is None)
 
     def ingest(
         self, state: GraphState, name: str, records: list, watermark: int | None, out: GraphStep
-    ) -> pd.DataFrame:
-        """An input's records: checked, stamped, numbered; its watermark moved."""
+    ) -> tuple[pd.DataFrame, InputStep]:
+        """An input's records: checked, stamped, numbered (and what came); its watermark moved."""
         inp, st = self.graph.input(name), state.inputs[name]
         parsed = parse_records(self.checks[name], records, ingestion_time=state.processing_time)
         out.letters += [InputLetter(d, name) for d in parsed.dead_letters]
@@ -150,7 +173,13 @@ class GraphRunner:
         columns = list(inp.columns) if inp.columns is not None else record_columns(parsed.records, strategy)
         frame = input_frame(parsed.records, ts, st.seq, columns)
         st.seq += len(parsed.records)
-        return frame
+        arrived = InputStep(
+            len(records),
+            parsed.watermark_records,
+            [str(d.reason) for d in parsed.dead_letters],
+            list(range(st.seq - len(parsed.records), st.seq)),
+        )
+        return frame, arrived
 
 
 def record_columns(records: list[dict], strategy) -> list[str]:

@@ -51,6 +51,8 @@ class StageStep:
     records: list[dict]
     letters: list[StageLetter] = field(default_factory=list)
     output_watermark: int = 0
+    #: per input the stage reads: the arrival numbers of its valid records in no window (a gap)
+    unwindowed: dict[str, set[int]] = field(default_factory=dict)
 
 
 class StageRunner:
@@ -109,6 +111,7 @@ class StageRunner:
         move the watermark, fire what is due."""
         letters: list[StageLetter] = []
         parts, origins = [], []
+        unwindowed: dict[str, set[int]] = {}
         for j, side in enumerate(sides):
             if side is None or not len(side):
                 continue
@@ -117,6 +120,8 @@ class StageRunner:
             if len(side):
                 parts.append(self.batch(j, side))
                 origins.append((j, side))
+                if SEQ in side.columns:
+                    unwindowed[self.stage.sources[j]] = self.in_no_window(side)
         batch = pd.concat(parts, ignore_index=True) if parts else None
         origin: dict[int, tuple[str, int | None]] = {}
         panes, dead = self.engine_step(state, batch, watermark, processing_time, self.record_finder(origins, origin))
@@ -124,7 +129,17 @@ class StageRunner:
             src, seq = origin.get(id(d.record), (self.stage.sources[0], None))
             letters.append(StageLetter(d, src, self.stage.name, seq))
         rows, records = stage_frame(panes, self.pipeline, self.merge_fn is not None, self.columns)
-        return StageStep(rows, records, letters, self.engine.output_watermark(state))
+        return StageStep(rows, records, letters, self.engine.output_watermark(state), unwindowed)
+
+    def in_no_window(self, side: pd.DataFrame) -> set[int]:
+        """The arrival numbers of an input's rows that the stage's windows leave out (a hopping
+        gap: only windows whose rows follow from their event time alone have gaps)."""
+        if self.window.family != "fixed":
+            return set()
+        ts = side[TS].to_numpy(dtype=np.int64)
+        inside = np.zeros(len(ts), dtype=bool)
+        inside[self.window.assign(ts)[0]] = True
+        return set(side[SEQ].to_numpy(dtype=np.int64)[~inside].tolist())
 
     def engine_step(
         self, state: EngineState, batch: pd.DataFrame | None, watermark: int, processing_time: int | None, record_of

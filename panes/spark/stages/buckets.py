@@ -4,8 +4,9 @@
 
 A bucket's output rows (``OUTPUT``): its panes (``P``: the printed record as JSON with the pane's
 window, contributor, the phase of the step that emitted it and its place in the bucket's output),
-its dead letters (``D``), its new state (``S``) and its output watermark (``H``: its watermark held
-by its windows' holds; the stage's is the least over the buckets).
+its dead letters (``D``), its new state (``S``), its output watermark (``H``: its watermark held
+by its windows' holds; the stage's is the least over the buckets) and the input records it put in
+no window (``N``: their arrival number and input, for the account of every record).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ KIND, SIDE, SUB, ROW, WS, WE, CONTRIB, HIDDEN = (
     "__panes_contributor",
     "__panes_hidden",
 )
+#: a dead letter's stage (its index in the graph; -1: an input's own checks)
+STAGE_INDEX = "__panes_stage_index"
 STEP_PHASE, LETTER_INPUT, LATE, BLOB, HOLD = (
     "__panes_phase",
     "__panes_letter_input",
@@ -113,6 +116,7 @@ class BucketStep:
         ]
         res = runner.step(st, sides, self.watermark, self.clock)
         out = self.panes(runner, res.rows, res.records) + self.letters(res.letters)
+        out += [{KIND: "N", SPARK_SEQ: q, LETTER_INPUT: src} for src, seqs in res.unwindowed.items() for q in seqs]
         if st.keys or st.records:
             out.append({KIND: "S", BLOB: pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)})
         out.append({KIND: "H", HOLD: res.output_watermark})

@@ -86,13 +86,17 @@ class StagesResult:
         checkpoint: str,
         query_name: str | None = None,
         scripted_clock: bool = False,
+        on_accounting=None,
         **trigger,
     ):
         """Start the streaming query; ``f(df, batch_id)`` gets each micro-batch's output-stage panes
-        and dead letters (typed DataFrames)."""
+        and dead letters (typed DataFrames); ``on_accounting(accounting, batch_id)``, when given,
+        where its input records went (``core.stages.accounts.GraphAccounting``)."""
         if self.source is None:
             raise ValueError("write_stream is for streaming inputs; read .panes and .dead_letters")
-        plan = StagesStream(self.graph, self.schemas, checkpoint, self.buckets, scripted_clock=scripted_clock)
+        plan = StagesStream(
+            self.graph, self.schemas, checkpoint, self.buckets, scripted_clock, account=on_accounting is not None
+        )
         pane_type = self.schema()
 
         def each(batch, batch_id):
@@ -100,6 +104,8 @@ class StagesResult:
             try:
                 on_dead_letters(typed(out.dead_letters, DEAD_LETTERS), batch_id)
                 on_panes(typed(out.panes, pane_type), batch_id)
+                if on_accounting is not None:
+                    on_accounting(out.accounting, batch_id)
             finally:
                 out.release()
 

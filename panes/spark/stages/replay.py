@@ -19,11 +19,12 @@ from pathlib import Path
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField
 
+from ...core.stages.accounts import GraphAccounting
 from ...stage_scenario import StageReplayResult, StageScenario
 from ..columns import CLOCK, MALFORMED, SPARK_END_MS
 from ..session import get_spark
-from .buckets import ROW, STEP_PHASE, SUB, WE, WS, stage_order
-from .stream import STAGE_INDEX, StagesStream
+from .buckets import ROW, STAGE_INDEX, STEP_PHASE, SUB, WE, WS, stage_order
+from .stream import StagesStream
 from .transport import INPUT, input_rows
 
 WM_STEP = "__panes_wm_step"
@@ -74,14 +75,15 @@ def replay_stages_spark(scenario: StageScenario, buckets: int = 4, spark=None) -
         union = parts[0]
         for p in parts[1:]:
             union = union.unionByName(p)
-        plan = StagesStream(graph, {n: schema for n in names}, str(tmp / "checkpoint"), buckets, scripted_clock=True)
-        collected: dict[int, tuple[list, list]] = {}
+        checkpoint = str(tmp / "checkpoint")
+        plan = StagesStream(graph, {n: schema for n in names}, checkpoint, buckets, scripted_clock=True, account=True)
+        collected: dict[int, tuple[list, list, GraphAccounting | None]] = {}
 
         def each(batch, batch_id):
             out = plan.run(batch, batch_id)
             panes = [r.asDict() for r in out.panes.select(ROW, STEP_PHASE, WE, WS, SUB).collect()]
             dead = [r.asDict() for r in out.dead_letters.select(ROW, STAGE_INDEX, SUB).collect()]
-            collected[batch_id] = (panes, dead)
+            collected[batch_id] = (panes, dead, out.accounting)
             out.release()
 
         q = union.writeStream.foreachBatch(each).option("checkpointLocation", str(tmp / "checkpoint")).start()
@@ -103,12 +105,15 @@ def replay_stages_spark(scenario: StageScenario, buckets: int = 4, spark=None) -
 def ordered(collected: dict, key: tuple[str, ...]) -> StageReplayResult:
     """The panes and dead letters in the core's order."""
     panes, dead = [], []
+    accounting = GraphAccounting()
     for bid in sorted(collected):
-        rows, letters = collected[bid]
+        rows, letters, account = collected[bid]
+        if account is not None:
+            accounting.add_graph(account)
         decoded = [(json.loads(r[ROW]), r) for r in rows]
         decoded.sort(key=lambda d: stage_order(d[0], key, d[1][STEP_PHASE], d[1][WE], d[1][WS], d[1][SUB]))
         panes += [d for d, _ in decoded]
         for r in sorted(letters, key=lambda r: (r[STAGE_INDEX], r[SUB])):
             d = json.loads(r[ROW])
             dead.append({k: d[k] for k in LETTER_KEYS if k in d and d[k] is not None})
-    return StageReplayResult(panes, dead, {})
+    return StageReplayResult(panes, dead, {}, accounting)

@@ -29,9 +29,11 @@ from pyspark.sql import types as ST
 
 from ...core import rules
 from ...core.stages import Stage, StageGraph
+from ...core.stages.accounts import GraphAccounting
 from ...core.time import END_OF_INPUT, MIN_TIME
 from ...core.windows import Inherited
 from ..columns import BUCKET, CLOCK, DETAIL, INVALID, PUNCT, SPARK_END_MS, TS
+from .accounts import batch_accounting
 from .buckets import (
     BLOB,
     CONTRIB,
@@ -43,6 +45,7 @@ from .buckets import (
     OUTPUT,
     ROW,
     SIDE,
+    STAGE_INDEX,
     STATE,
     STEP_PHASE,
     SUB,
@@ -53,7 +56,6 @@ from .buckets import (
 from .transport import INPUT, RECORD, SEQ, bucket_of, data_rows, record_columns, typed_records
 
 STATE_DIR = "panes_stages"
-STAGE_INDEX = "__panes_stage_index"
 
 
 @dataclass
@@ -88,6 +90,8 @@ class StepOutput:
     dead_letters: DataFrame
     watermarks: Watermarks
     cached: list = field(default_factory=list)
+    #: where the micro-batch's input records went (when the plan keeps the account)
+    accounting: GraphAccounting | None = None
 
     def release(self) -> None:
         for df in self.cached:
@@ -102,9 +106,11 @@ class StagesStream:
         checkpoint: str,
         buckets: int = 8,
         scripted_clock: bool = False,
+        account: bool = False,
     ):
+        """``account``: work out where each micro-batch's input records went (two small jobs)."""
         self.graph, self.schemas, self.buckets = graph, schemas, buckets
-        self.scripted_clock = scripted_clock
+        self.scripted_clock, self.account = scripted_clock, account
         self.root = Path(checkpoint) / STATE_DIR
         self.root.mkdir(parents=True, exist_ok=True)
 
@@ -125,6 +131,9 @@ class StagesStream:
         for d in self.root.glob("v*"):
             if int(d.name[1:]) not in keep and int(d.name[1:]) <= batch_id:
                 shutil.rmtree(d, ignore_errors=True)
+        for f in self.root.glob("clock-*.json"):
+            if keep and int(f.stem.split("-")[1]) < keep[0]:
+                f.unlink(missing_ok=True)
 
     # -- a micro-batch -------------------------------------------------------------------------------
     def run(self, batch: DataFrame, batch_id: int, on_panes=None, on_dead_letters=None) -> StepOutput:
@@ -134,7 +143,7 @@ class StagesStream:
         here = self.root / f"v{batch_id}"
         shutil.rmtree(here, ignore_errors=True)
         batch = batch.withColumn(SEQ, F.monotonically_increasing_id()).persist()
-        after, clock = self.input_watermarks(batch, marks)
+        after, clock = self.input_watermarks(batch, marks, batch_id)
         stage_rows: dict[str, DataFrame] = {}
         letters = [self.input_letters(batch)]
         for i, stage in enumerate(self.graph.stages):
@@ -148,6 +157,8 @@ class StagesStream:
             letters.append(rows.filter(F.col(KIND) == "D").withColumn(STAGE_INDEX, F.lit(i)))
         panes = stage_rows[self.graph.output_stage.name].filter((F.col(KIND) == "P") & ~F.col(HIDDEN))
         out = StepOutput(panes, stage_rows, once(letters), after, [batch, *stage_rows.values()])
+        if self.account:
+            out.accounting = batch_accounting(self.graph, batch, out.dead_letters, stage_rows)
         if on_dead_letters is not None:
             on_dead_letters(out.dead_letters, batch_id)
         if on_panes is not None:
@@ -156,7 +167,7 @@ class StagesStream:
         self.clean(batch_id)
         return out
 
-    def input_watermarks(self, batch: DataFrame, marks: Watermarks) -> tuple[Watermarks, int | None]:
+    def input_watermarks(self, batch: DataFrame, marks: Watermarks, batch_id: int) -> tuple[Watermarks, int | None]:
         """Each input's watermark after the micro-batch, from its largest event time and
         punctuation (one small aggregate), and the clock."""
         valid = F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull() & F.col(TS).isNotNull()
@@ -171,7 +182,7 @@ class StagesStream:
             .collect()
         }
         clocks = [r["clock"] for r in stats.values() if r["clock"] is not None]
-        clock = (max(clocks) if clocks else marks.clock) if self.scripted_clock else int(time.time() * 1000)
+        clock = (max(clocks) if clocks else marks.clock) if self.scripted_clock else self.clock_of(batch_id, marks)
         after = Watermarks({}, dict(marks.stages), clock)
         for inp in self.graph.inputs:
             was, r = marks.inputs[inp.name], stats.get(inp.name)
@@ -186,6 +197,19 @@ class StagesStream:
             )
             after.inputs[inp.name] = {"watermark": int(min(wm, END_OF_INPUT)), "max_event_time": int(max_et)}
         return after, clock
+
+    def clock_of(self, batch_id: int, marks: Watermarks) -> int:
+        """The micro-batch's processing time: the system clock when it first ran, never before the
+        last micro-batch's, and the same when Spark runs it again (Apex's idempotency: the same
+        tuples and watermarks in the same micro-batch), so processing-time triggers fire alike."""
+        path = self.root / f"clock-{batch_id}.json"
+        if path.exists():
+            return int(json.loads(path.read_text()))
+        clock = max(int(time.time() * 1000), marks.clock or MIN_TIME)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(clock))
+        tmp.replace(path)
+        return clock
 
     def input_letters(self, batch: DataFrame) -> DataFrame:
         """The records an input's own checks refuse, as dead-letter rows (``ROW``: the record)."""

@@ -18,7 +18,7 @@ from ..columns import CLOCK, DETAIL, INVALID, PUNCT, TS, record_json
 from ..planner import engine_columns
 
 INPUT = "__panes_input"  # the input a row came from
-RECORD = "__panes_record"  # the row's record as JSON
+RECORD = "__panes_record"  # the row's record as JSON (null on a control row)
 SEQ = "__panes_seq"  # a row's arrival number in the micro-batch (unique with its input)
 
 #: what every row of the stream carries
@@ -48,7 +48,12 @@ def input_rows(
         F.col(INVALID),
         F.col(DETAIL),
         F.col(CLOCK).cast("long").alias(CLOCK),
-        record_json(record_columns(schema, inp)).alias(RECORD),
+        # (a control row is no record: it only moves the watermark)
+        (
+            record_json(record_columns(schema, inp))
+            if control_wm is None
+            else F.when(F.col(control_wm).isNull(), record_json(record_columns(schema, inp)))
+        ).alias(RECORD),
     )
 
 
