@@ -177,10 +177,21 @@ def validate(spec: str) -> None:
     default=None,
     help="Write dead letters here, one JSON object per line.",
 )
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also draw the replay as Streaming 102's picture into this .png, .svg or .pdf (needs panes[plot]).",
+)
 @command
-def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
+def replay(scenario: str, engine: str, dead_letter: str | None, plot: str | None) -> None:
     from .replay import replay as run_replay
     from .scenario import dumps
+
+    if plot:
+        from .plot import check_plot
+
+        check_plot(scenario, plot, engine)
 
     with contextlib.ExitStack() as files:
         try:  # (before anything runs: a path that cannot be written fails with no pane printed)
@@ -200,6 +211,11 @@ def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
     line = f"done: {len(result.panes)} panes, {n} dead letters{where}"
     if result.accounting is not None:
         line += f"; {result.accounting.summary()}"
+    if plot:
+        from .plot import plot_replay
+
+        plot_replay(scenario, plot)
+        line += f"; picture in {plot}"
     click.echo(line, err=True)
 
 
