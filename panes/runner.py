@@ -99,7 +99,7 @@ def _run_batch(spark, spec: RunSpec, report: Report) -> dict:
         counts.update(totals.as_dict())
         report.line(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters; {totals.summary()}")
         row = BatchRow(0, int(started * 1000), time.time() - started, totals, n_panes, None)
-        report.page(spec.name or "panes", f"batch: {res.plan}", [row], totals)
+        report.page(spec.name or "panes", str(res.plan), [row], totals)
     return counts
 
 
@@ -194,7 +194,7 @@ class StreamRun:
         finally:
             self.spark.streams.removeListener(listener)
         self._done()
-        self.report.page(self.spec.name or "panes", f"stream: {self.result.plan}", self.history, self.totals)
+        self.report.page(self.spec.name or "panes", str(self.result.plan), self.history, self.totals)
         return {
             "panes": self.panes,
             "dead_letters": self.totals.dead_letters,
