@@ -172,8 +172,13 @@ def _value(record: Any, column: str | None) -> str:
     return _short(record.get(column), 8) if column and isinstance(record, dict) and column in record else ""
 
 
+#: a pane record's own fields: the rest are its values (a window pipeline's row: its columns)
+PANE_FIELDS = ("window_start", "window_end", "timing", "pane_index", "is_last", "retraction")
+
+
 def _bar(p: Any, pane: dict, y: float) -> Bar:
-    text = _short(" / ".join(_short(pane.get(a.output)) for a in p.aggregates), LABEL_CHARS)
+    outputs = [a.output for a in p.aggregates] or [c for c in pane if c not in (*p.key, *PANE_FIELDS)]
+    text = _short(" / ".join(_short(pane.get(c)) for c in outputs), LABEL_CHARS)
     timing = pane["timing"]
     label = f"{'retract ' if pane['retraction'] else ''}{text} · {timing.lower().replace('_', ' ')}"
     start = None if pane["window_start"] is None else parse_instant(pane["window_start"])

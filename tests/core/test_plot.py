@@ -149,3 +149,12 @@ def test_plot_mistakes_are_one_line_before_anything_runs(tmp_path, monkeypatch):
         "error: --plot: pictures need matplotlib: pip install 'panes[plot]'"
     )
     assert not (tmp_path / "t.png").exists()
+
+
+def test_a_window_pipelines_pane_rows_are_labelled_with_their_columns():
+    tl = scenario_timeline(load_scenario(ROOT / "tests/scenarios/window_pipeline_top_n.yaml"))
+    assert [(b.lane, b.label) for b in tl.bars][:3] == [
+        ("north", "eve / 90 / 2024-05-01T1… · on time"),
+        ("north", "bob / 75 / 2024-05-01T1… · on time"),
+        ("north", "ada / 40 / 2024-05-01T1… · on time"),
+    ]
