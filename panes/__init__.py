@@ -68,6 +68,7 @@ __version__ = "0.1.0"
 __all__ = [
     "window",
     "pipeline",
+    "state",
     "Pipeline",
     "WatermarkStrategy",
     "__version__",
@@ -200,3 +201,16 @@ def window(
         if df.isStreaming:
             return window_stream(df, p, buckets=buckets, plan=plan)
         return window_batch(df, p, buckets=buckets)
+
+
+def state(
+    spec: str | Path | dict, key: object = None, time_from: object = None, time_to: object = None, spark=None
+) -> DataFrame:
+    """The open windows of a stream's checkpoint (the spec's ``checkpoint``) as a DataFrame: key,
+    window bounds, each aggregate's value now, ``panes_emitted``, ``pending_records``, ``closes_at``
+    and ``watermark``; of one ``key`` and with a start in ``[time_from, time_to]`` when given, as
+    Kafka Streams' window-store ``fetch(key, from, to)``. Reads the last committed version and
+    changes nothing: safe while the query runs."""
+    from .window_state import state as read_state
+
+    return read_state(spec, key, time_from, time_to, spark)

@@ -177,10 +177,21 @@ def validate(spec: str) -> None:
     default=None,
     help="Write dead letters here, one JSON object per line.",
 )
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also draw the replay as Streaming 102's picture into this .png, .svg or .pdf (needs panes[plot]).",
+)
 @command
-def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
+def replay(scenario: str, engine: str, dead_letter: str | None, plot: str | None) -> None:
     from .replay import replay as run_replay
     from .scenario import dumps
+
+    if plot:
+        from .plot import check_plot
+
+        check_plot(scenario, plot, engine)
 
     with contextlib.ExitStack() as files:
         try:  # (before anything runs: a path that cannot be written fails with no pane printed)
@@ -200,6 +211,11 @@ def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
     line = f"done: {len(result.panes)} panes, {n} dead letters{where}"
     if result.accounting is not None:
         line += f"; {result.accounting.summary()}"
+    if plot:
+        from .plot import plot_replay
+
+        plot_replay(scenario, plot)
+        line += f"; picture in {plot}"
     click.echo(line, err=True)
 
 
@@ -220,13 +236,26 @@ def replay(scenario: str, engine: str, dead_letter: str | None) -> None:
     "more data (a stream; as spark.end_input).",
 )
 @click.option("--quiet", is_flag=True, help="No progress on the terminal.")
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write one HTML page of the run: throughput, watermark lag, panes and dead letters per micro-batch, "
+    "where every record went.",
+)
 @command
-def run(spec: str, master: str | None, mode: str | None, to_stdout: bool, end_input: bool, quiet: bool) -> None:
+def run(
+    spec: str, master: str | None, mode: str | None, to_stdout: bool, end_input: bool, quiet: bool, report: str | None
+) -> None:
     from .preflight import check_run
     from .spec import load_document, load_run_spec
     from .stage_spec import is_stages_document, load_stages_run_spec
 
+    if report and not Path(report).absolute().parent.is_dir():
+        raise SpecError("--report", f"cannot write {report}: no such directory")
     if is_stages_document(load_document(spec)):
+        if report:
+            raise SpecError("--report", "a multi-stage run has no page yet (single-stage specs only)")
         from .stage_runner import run_stages_command
 
         run_stages_command(load_stages_run_spec(spec), master, mode, to_stdout, end_input, quiet)
@@ -245,7 +274,47 @@ def run(spec: str, master: str | None, mode: str | None, to_stdout: bool, end_in
     errors += checkpoint_problems(s, s.spark.end_input)
     if errors:
         raise SpecError.of(errors)
-    run_spec(s, master=master, progress=not quiet)
+    run_spec(s, master=master, progress=not quiet, report_path=report)
+
+
+@main.command(help="List the open windows of a stream's checkpoint: aggregates now, watermark, pending records.")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option(
+    "--key", "key", multiple=True, help="Only this key's windows (a key of several columns: once per column)."
+)
+@click.option(
+    "--from", "time_from", default=None, help="Only windows starting at or after this instant (ISO-8601 or ms)."
+)
+@click.option("--to", "time_to", default=None, help="Only windows starting at or before this instant.")
+@command
+def state(spec: str, key: tuple[str, ...], time_from: str | None, time_to: str | None) -> None:
+    from .core.json_lines import dumps
+    from .window_state import state as read_state
+
+    df = read_state(spec, list(key) or None, time_from, time_to)
+    rows = df.select(*state_columns(df)).collect()
+    for row in rows:
+        click.echo(dumps(state_record(row.asDict(), df)))
+    sys.stdout.flush()
+    click.echo(f"done: {len(rows)} open windows", err=True)
+
+
+def state_columns(df) -> list:
+    """The open windows' columns, each instant as epoch ms (no local time zone on the way)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampType
+
+    return [F.unix_millis(f.name).alias(f.name) if isinstance(f.dataType, TimestampType) else f.name for f in df.schema]
+
+
+def state_record(row: dict, df) -> dict:
+    """An open window as a JSON line: instants as ISO-8601 UTC with ms and Z, as panes' other output."""
+    from pyspark.sql.types import TimestampType
+
+    from .core.time import format_instant
+
+    instants = {f.name for f in df.schema if isinstance(f.dataType, TimestampType)}
+    return {k: format_instant(v) if k in instants and v is not None else v for k, v in row.items()}
 
 
 @main.command(help="Say which plan a spec compiles to, and why.")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +24,12 @@ from typing import Any
 
 from .core.time import END_OF_INPUT, MIN_TIME, parse_instant
 from .scenario import Scenario, StepTrace, load_scenario, replay_core
+from .spec import SpecError, load_document
+from .stage_scenario import is_stage_scenario
 
 MAX_PANELS = 9
+#: the panel of a keyed pipeline's records that have no key (dead letters)
+NO_KEY = "(no key)"
 #: a pane's label shows its values (one per aggregate, " / " between them) up to this many characters
 LABEL_CHARS = 24
 #: pane colours by timing, and the records'
@@ -44,7 +49,7 @@ def require_matplotlib() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise RuntimeError("pictures need matplotlib: pip install 'panes[plot]'") from None
+        raise SpecError("--plot", "pictures need matplotlib: pip install 'panes[plot]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -61,6 +66,7 @@ class Dot:
     y: float
     fate: str
     reason: str | None = None
+    label: str = ""  # the record's value of the first aggregated column (Streaming 102's numbers)
 
 
 @dataclass
@@ -98,10 +104,11 @@ def scenario_timeline(scenario: Scenario) -> Timeline:
     parts = [f"{f} {json.dumps(raw[f])}" for f in ("window", "trigger", "allowed_lateness") if raw.get(f)]
     tl = Timeline(name, ", ".join([*parts, p.accumulation]), clock)
     before = [MIN_TIME]
+    shown = next((c for c in (getattr(a.fn, "column", None) for a in p.aggregates) if c not in (None, "*")), None)
 
     def on_step(trace: StepTrace) -> None:
         y = float(trace.processing_time if clock else trace.index)
-        _step_dots(tl, p, trace, y, before[0])
+        _step_dots(tl, p, trace, y, before[0], shown)
         for pane in trace.panes:
             tl.bars.append(_bar(p, pane, y))
         if MIN_TIME < trace.watermark < END_OF_INPUT:
@@ -111,17 +118,21 @@ def scenario_timeline(scenario: Scenario) -> Timeline:
         before[0] = trace.watermark
 
     replay_core(scenario, on_step)
-    seen = dict.fromkeys(d.lane for d in tl.dots if d.lane)
+    seen = dict.fromkeys(d.lane for d in tl.dots if d.lane != NO_KEY)
     seen.update(dict.fromkeys(b.lane for b in tl.bars))
+    if any(d.lane == NO_KEY for d in tl.dots):
+        seen[NO_KEY] = None
     tl.lanes = list(seen) or [""]
     return tl
 
 
 def _lane(p: Any, record: Any) -> str:
-    if not p.key or not isinstance(record, dict):
+    """The panel of a record or pane: its key ("" for an unkeyed pipeline, ``NO_KEY`` for a record
+    without one)."""
+    if not p.key:
         return ""
-    if any(record.get(k) is None for k in p.key):
-        return ""
+    if not isinstance(record, dict) or any(record.get(k) is None for k in p.key):
+        return NO_KEY
     return ", ".join(str(record.get(k)) for k in p.key)
 
 
@@ -134,7 +145,7 @@ def _event_time(p: Any, record: Any, stamp: int) -> int | None:
         return None
 
 
-def _step_dots(tl: Timeline, p: Any, trace: StepTrace, y: float, watermark_before: int) -> None:
+def _step_dots(tl: Timeline, p: Any, trace: StepTrace, y: float, watermark_before: int, shown: str | None) -> None:
     """The step's records: a dead letter's record is crossed out (matched by its content, once)."""
     letters = list(trace.dead_letters)
     for record in trace.step.get("add", []):
@@ -149,16 +160,25 @@ def _step_dots(tl: Timeline, p: Any, trace: StepTrace, y: float, watermark_befor
         )
         if match is not None:
             letters.remove(match)
-            tl.dots.append(Dot(_lane(p, record), t, y, "dead", match["reason"]))
+            tl.dots.append(Dot(_lane(p, record), t, y, "dead", match["reason"], _value(record, shown)))
         elif p.watermark.punctuation and isinstance(record, dict) and record.get(p.watermark.punctuation_column):
             continue  # (a punctuation record moves the watermark; it is no data)
         else:
             late = t is not None and t < watermark_before
-            tl.dots.append(Dot(_lane(p, record), t, y, "late" if late else "on_time"))
+            tl.dots.append(Dot(_lane(p, record), t, y, "late" if late else "on_time", None, _value(record, shown)))
+
+
+def _value(record: Any, column: str | None) -> str:
+    return _short(record.get(column), 8) if column and isinstance(record, dict) and column in record else ""
+
+
+#: a pane record's own fields: the rest are its values (a window pipeline's row: its columns)
+PANE_FIELDS = ("window_start", "window_end", "timing", "pane_index", "is_last", "retraction")
 
 
 def _bar(p: Any, pane: dict, y: float) -> Bar:
-    text = _short(" / ".join(_short(pane.get(a.output)) for a in p.aggregates), LABEL_CHARS)
+    outputs = [a.output for a in p.aggregates] or [c for c in pane if c not in (*p.key, *PANE_FIELDS)]
+    text = _short(" / ".join(_short(pane.get(c)) for c in outputs), LABEL_CHARS)
     timing = pane["timing"]
     label = f"{'retract ' if pane['retraction'] else ''}{text} · {timing.lower().replace('_', ' ')}"
     start = None if pane["window_start"] is None else parse_instant(pane["window_start"])
@@ -167,7 +187,7 @@ def _bar(p: Any, pane: dict, y: float) -> Bar:
 
 
 def _short(v: Any, chars: int = 16) -> str:
-    text = f"{v:g}" if isinstance(v, float) else str(v)
+    text = f"{v:g}" if isinstance(v, float) else json.dumps(v) if v is None or isinstance(v, bool) else str(v)
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
@@ -180,23 +200,22 @@ def draw_timeline(tl: Timeline, path: str | Path) -> None:
     lanes = tl.lanes[:MAX_PANELS]
     cols = min(3, len(lanes))
     rows = -(-len(lanes) // cols)
-    size = (7.2, 7.2) if cols == 1 else (6.0 * cols, 5.6 * rows)
-    fig, axes = plt.subplots(rows, cols, figsize=size, squeeze=False, sharey=True)
+    size = (8.0, 7.0) if cols == 1 else (6.4 * cols, 5.2 * rows + 1.2)
+    fig, axes = plt.subplots(rows, cols, figsize=size, squeeze=False, sharey=True, layout="constrained")
     x_range = _x_range(tl)
     for i, ax in enumerate(axes.flat):
         if i >= len(lanes):
             ax.axis("off")
             continue
         _draw_lane(ax, tl, lanes[i], x_range)
-        ax.set_title(lanes[i] or ("all records" if len(lanes) == 1 else "(no key)"), fontsize=10)
+        ax.set_title(lanes[i] or "all records", fontsize=10)
         ax.set_xlabel("event time")
         if i % cols == 0:
             ax.set_ylabel("processing time" if tl.clock else "step")
     more = len(tl.lanes) - len(lanes)
-    lines = [tl.title, *textwrap.wrap(tl.subtitle, 75 * cols)] + ([f"({more} more keys not drawn)"] if more else [])
+    lines = [tl.title, *textwrap.wrap(tl.subtitle, 90 * cols)] + ([f"({more} more keys not drawn)"] if more else [])
     fig.suptitle("\n".join(lines), fontsize=10)
-    fig.legend(handles=_legend(plt), loc="lower center", ncol=4 * cols, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.07 / rows, 1, 1 - 0.03 * len(lines) / rows))
+    fig.legend(handles=_legend(tl), loc="outside lower center", ncol=4, fontsize=8, frameon=False)
     fig.savefig(str(path), dpi=110)
     plt.close(fig)
 
@@ -210,66 +229,77 @@ def _x_range(tl: Timeline) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def _draw_lane(ax: Any, tl: Timeline, lane: str, x_range: tuple[float, float]) -> None:
-    lo, hi = x_range
-    ys = sorted({d.y for d in tl.dots} | {b.y for b in tl.bars} | {y for y, _ in tl.watermark})
-    _draw_watermark(ax, tl, hi)
-    _draw_windows(ax, [b for b in tl.bars if b.lane == lane or not lane], lo, hi)
-    no_time: dict[float, list[str]] = {}  # (dead letters without a usable event time, at the left edge)
-    for d in (d for d in tl.dots if d.lane == lane or not d.lane and lane == tl.lanes[0]):
-        x = lo if d.event_time is None else d.event_time
-        if d.fate == "dead":
-            ax.plot([x], [d.y], marker="x", markersize=9, markeredgewidth=2, color=COLOURS["dead"])
-            if d.event_time is None:
-                no_time.setdefault(d.y, []).append(str(d.reason))
-        else:
-            ax.plot(
-                [x],
-                [d.y],
-                marker="o",
-                markersize=7,
-                color=COLOURS[d.fate],
-                markeredgecolor="black" if d.fate == "late" else COLOURS[d.fate],
-            )
-    for y, reasons in no_time.items():
-        ax.annotate(
-            ", ".join(reasons), (lo, y), xytext=(7, 4), textcoords="offset points", fontsize=6, color=COLOURS["dead"]
-        )
-    ax.set_xlim(lo, hi)
-    _time_axis(ax.xaxis, hi - lo)
-    if tl.clock and ys:
-        _time_axis(ax.yaxis, ys[-1] - ys[0])
-    ax.grid(True, alpha=0.25)
-
-
-def _draw_windows(ax: Any, bars: list[Bar], lo: float, hi: float) -> None:
-    """Each pane's bar over its window, the windows' bounds as faint lines; bars emitted at one time
-    that overlap in event time are drawn one above the other (12 points apart)."""
-    from matplotlib.transforms import offset_copy
-
-    for edge in sorted({t for b in bars for t in (b.start, b.end) if t is not None}):
-        ax.axvline(edge, color="#bbbbbb", linewidth=0.6, linestyle=":", zorder=0)
+def bar_levels(bars: list[Bar]) -> list[int]:
+    """Each bar's level: bars emitted at one time whose windows overlap are drawn one above the other."""
     placed: dict[float, list[tuple[float, float, int]]] = {}
+    levels = []
     for b in bars:
-        x0, x1 = (lo if b.start is None else b.start), (hi if b.end is None else b.end)
+        x0, x1 = (-math.inf if b.start is None else b.start), (math.inf if b.end is None else b.end)
         taken = {n for a0, a1, n in placed.get(b.y, []) if a0 < x1 and x0 < a1}
         level = min(set(range(len(taken) + 1)) - taken)
         placed.setdefault(b.y, []).append((x0, x1, level))
-        up = offset_copy(ax.transData, fig=ax.figure, y=12 * level, units="points")
-        ax.plot(
-            [x0, x1],
-            [b.y, b.y],
-            transform=up,
-            color=COLOURS[b.timing],
-            linewidth=4,
-            solid_capstyle="butt",
-            linestyle="--" if b.retraction else "-",
-            alpha=0.55 if b.retraction else 0.9,
-        )
+        levels.append(level)
+    return levels
+
+
+def _draw_lane(ax: Any, tl: Timeline, lane: str, x_range: tuple[float, float]) -> None:
+    lo, hi = x_range
+    ys = sorted({d.y for d in tl.dots} | {b.y for b in tl.bars} | {y for y, _ in tl.watermark})
+    step = max((ys[-1] - ys[0]) * 0.045, 1e-9) if len(ys) > 1 else 0.1  # (a stacked bar's rise)
+    _draw_watermark(ax, tl, hi)
+    _draw_windows(ax, [b for b in tl.bars if b.lane == lane], lo, hi, step)
+    _draw_dots(ax, [d for d in tl.dots if d.lane == lane], lo)
+    ax.set_xlim(lo, hi)
+    ax.margins(y=0.08)
+    _time_axis(ax.xaxis, hi - lo)
+    if tl.clock and ys:
+        _time_axis(ax.yaxis, ys[-1] - ys[0])
+    else:
+        from matplotlib.ticker import MaxNLocator
+
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(True, alpha=0.25)
+
+
+def _draw_dots(ax: Any, dots: list[Dot], lo: float) -> None:
+    """Records as dots labelled with their value; dead letters crossed out with their reason (those
+    without a usable event time at the left edge)."""
+    no_time: dict[float, list[str]] = {}
+    for d in dots:
+        x = lo if d.event_time is None else d.event_time
+        if d.fate == "dead":
+            ax.plot([x], [d.y], marker="x", markersize=9, markeredgewidth=2, color=COLOURS["dead"], zorder=3)
+            if d.event_time is None:
+                no_time.setdefault(d.y, []).append(str(d.reason))
+            else:
+                _note(ax, str(d.reason), x, d.y, COLOURS["dead"], 6)
+            continue
+        edge = "black" if d.fate == "late" else COLOURS[d.fate]
+        ax.plot([x], [d.y], marker="o", markersize=7, color=COLOURS[d.fate], markeredgecolor=edge, zorder=3)
+        if d.label:
+            _note(ax, d.label, x, d.y, "black", 7)
+    for y, reasons in no_time.items():
+        _note(ax, ", ".join(reasons), lo, y, COLOURS["dead"], 6, above=True)
+
+
+def _note(ax: Any, text: str, x: float, y: float, colour: str, size: float, above: bool = False) -> None:
+    """A small text beside a dot: below it on the right (above: over it)."""
+    where = {"xytext": (6, 4), "va": "bottom"} if above else {"xytext": (6, -3), "va": "top"}
+    ax.annotate(text, (x, y), textcoords="offset points", fontsize=size, color=colour, **where)
+
+
+def _draw_windows(ax: Any, bars: list[Bar], lo: float, hi: float, step: float) -> None:
+    """Each pane's bar over its window, the windows' bounds as faint lines."""
+    for edge in sorted({t for b in bars for t in (b.start, b.end) if t is not None}):
+        ax.axvline(edge, color="#bbbbbb", linewidth=0.6, linestyle=":", zorder=0)
+    for b, level in zip(bars, bar_levels(bars)):
+        x0, x1 = (lo if b.start is None else b.start), (hi if b.end is None else b.end)
+        y = b.y + level * step
+        style = {"linestyle": (0, (3, 2)), "alpha": 0.6} if b.retraction else {"linestyle": "-", "alpha": 0.9}
+        ax.plot([x0, x1], [y, y], color=COLOURS[b.timing], linewidth=4, solid_capstyle="butt", zorder=2, **style)
         ax.annotate(
             b.label,
-            ((x0 + x1) / 2, b.y),
-            xycoords=up,
+            ((x0 + x1) / 2, y),
             xytext=(0, 2.5),
             textcoords="offset points",
             ha="center",
@@ -341,10 +371,12 @@ def _time_axis(axis: Any, span: float) -> None:
     axis.set_major_formatter(FuncFormatter(label))
 
 
-def _legend(plt: Any) -> list:
+def _legend(tl: Timeline) -> list:
+    """The legend of what the picture shows."""
     from matplotlib.lines import Line2D
 
     def dot(colour: str, label: str, edge: str | None = None, marker: str = "o") -> Line2D:
+        width = 2 if marker == "x" else 1
         return Line2D(
             [],
             [],
@@ -352,23 +384,41 @@ def _legend(plt: Any) -> list:
             marker=marker,
             linestyle="",
             markeredgecolor=edge or colour,
-            markeredgewidth=2 if marker == "x" else 1,
+            markeredgewidth=width,
             label=label,
         )
 
-    def line(colour: str, label: str, width: float = 4, style: str = "-") -> Line2D:
+    def line(colour: str, label: str, width: float = 4, style: Any = "-") -> Line2D:
         return Line2D([], [], color=colour, linewidth=width, linestyle=style, label=label)
 
-    return [
-        dot(COLOURS["on_time"], "record"),
-        dot(COLOURS["late"], "late record", "black"),
-        dot(COLOURS["dead"], "dead letter", marker="x"),
-        line(COLOURS["watermark"], "watermark", 1.4),
-        line(COLOURS["EARLY"], "early pane"),
-        line(COLOURS["ON_TIME"], "on-time pane"),
-        line(COLOURS["LATE"], "late pane"),
-        line("#888888", "retraction", style="--"),
+    fates = {d.fate for d in tl.dots}
+    timings = {b.timing for b in tl.bars}
+    shown = [
+        ("on_time" in fates, dot(COLOURS["on_time"], "record")),
+        ("late" in fates, dot(COLOURS["late"], "late record (counted)", "black")),
+        ("dead" in fates, dot(COLOURS["dead"], "dead letter", marker="x")),
+        (bool(tl.watermark), line(COLOURS["watermark"], "watermark", 1.4)),
+        ("EARLY" in timings, line(COLOURS["EARLY"], "early pane")),
+        ("ON_TIME" in timings, line(COLOURS["ON_TIME"], "on-time pane")),
+        ("LATE" in timings, line(COLOURS["LATE"], "late pane")),
+        (any(b.retraction for b in tl.bars), line("#888888", "retraction", style=(0, (3, 2)))),
     ]
+    return [handle for present, handle in shown if present]
+
+
+def check_plot(source: str | Path | dict, path: str | Path, engine: str = "core") -> None:
+    """What ``--plot PATH`` needs, checked before the replay runs: matplotlib, a single-stage scenario
+    replayed on the core (the picture is the core's run), a directory to write into."""
+    require_matplotlib()
+    if engine != "core":
+        raise SpecError("--plot", "the picture is drawn from the core's replay: use it with --engine core")
+    doc = source if isinstance(source, dict) else load_document(source)
+    if is_stage_scenario(doc):
+        raise SpecError("--plot", "draws single-stage scenarios (this one has stages)")
+    if Path(path).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise SpecError("--plot", f"{path}: a .png, .svg or .pdf file")
+    if not Path(path).absolute().parent.is_dir():
+        raise SpecError("--plot", f"cannot write {path}: no such directory")
 
 
 def plot_replay(source: str | Path | dict, path: str | Path) -> Timeline:

@@ -25,9 +25,10 @@ from typing import Any
 from . import checkpoint as ck
 from .core.accounting import Accounting
 from .core.records import unit_warning
-from .core.time import unit_hint
+from .core.time import END_OF_INPUT, parse_instant, unit_hint
 from .io import read_batch, read_stream, write_batch
 from .preflight import check_columns
+from .report import BatchRow, batch_row, write_report
 from .spark import metrics
 from .spark.columns import SPARK_END_MS
 from .spark.planner import window_batch, window_stream
@@ -56,22 +57,29 @@ def checkpoint_problems(spec: RunSpec, end_input: bool) -> list[FieldError]:
 
 
 def run_spec(
-    spec: RunSpec, master: str | None = None, progress: bool = True, spark=None, end_input: bool | None = None
+    spec: RunSpec,
+    master: str | None = None,
+    progress: bool = True,
+    spark=None,
+    end_input: bool | None = None,
+    report_path: str | None = None,
 ) -> dict:
     """Run a validated spec. Returns the counts: panes, dead letters, batches, and the accounting
-    (``records_in``, ``counted``, ...). ``end_input`` (default: the spec's ``spark.end_input``)."""
+    (``records_in``, ``counted``, ...). ``end_input`` (default: the spec's ``spark.end_input``);
+    ``report_path``: write the run's page there (``panes.report``)."""
     end_input = spec.spark.end_input if end_input is None else end_input
     errors = checkpoint_problems(spec, end_input)
     if errors:
         raise SpecError.of(errors)
     spark = spark or get_spark(master or spec.spark.master, spec.spark.shuffle_partitions, spec.spark.conf)
-    report = Report(progress)
+    report = Report(progress, report_path)
     if spec.mode == "batch":
         return _run_batch(spark, spec, report)
     return StreamRun(spark, spec, report, end_input).run()
 
 
 def _run_batch(spark, spec: RunSpec, report: Report) -> dict:
+    started = time.time()
     pipe = spec.to_pipeline()
     df = read_batch(spark, spec.source)
     _check_source_columns(spec, df.columns)
@@ -86,10 +94,12 @@ def _run_batch(spark, spec: RunSpec, report: Report) -> dict:
     if n_dead:
         write_batch(dead, spec.dead_letter or SinkSpec(format="console"), title="dead letters")
     counts = {"panes": n_panes, "dead_letters": n_dead, "batches": 1}
-    if report.enabled:  # (one more pass over the input: only to print it)
+    if report.enabled or report.path:  # (one more pass over the input: only to print it)
         totals = batch_accounting({metrics.INPUT: metrics.bounded_counts(df, pipe)}, reasons)
         counts.update(totals.as_dict())
         report.line(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters; {totals.summary()}")
+        row = BatchRow(0, int(started * 1000), time.time() - started, totals, n_panes, None)
+        report.page(spec.name or "panes", str(res.plan), [row], totals)
     return counts
 
 
@@ -105,9 +115,14 @@ def _check_source_columns(spec: RunSpec, columns: list[str]) -> None:
 class Report:
     """Progress and results on stderr (rich), or nothing."""
 
-    def __init__(self, enabled: bool):
+    def __init__(self, enabled: bool, path: str | None = None):
         self.enabled = enabled
+        self.path = path  # the run's page (``panes.report``), or None
         self._console: Any = None
+
+    def page(self, title: str, plan: str, rows: list[BatchRow], totals: Accounting) -> None:
+        if self.path:
+            write_report(self.path, title, plan, rows, totals)
 
     def warn(self, text: str) -> None:
         """A warning, shown even without progress."""
@@ -140,6 +155,7 @@ class StreamRun:
         # what the sinks received per micro-batch, until its progress event is reported
         self.received: dict[int, dict] = {}
         self.events: queue.Queue = queue.Queue()
+        self.history: list[BatchRow] = []  # each micro-batch reported, for the run's page
 
     # -- the run -------------------------------------------------------------------------------------
 
@@ -178,6 +194,7 @@ class StreamRun:
         finally:
             self.spark.streams.removeListener(listener)
         self._done()
+        self.report.page(self.spec.name or "panes", str(self.result.plan), self.history, self.totals)
         return {
             "panes": self.panes,
             "dead_letters": self.totals.dead_letters,
@@ -302,6 +319,7 @@ class StreamRun:
         self.batches += 1
         self.panes += got["panes"]
         wm = (p.eventTime or {}).get("watermark") or self._native_watermark()
+        self.history.append(batch_row(p, counts, got["panes"], self._watermark_ms(p)))
         # (Spark's own rates count a row once per read of the micro-batch: the records in, timed)
         seconds = (p.durationMs or {}).get("triggerExecution", 0) / 1000
         rate = f"{counts.records_in / seconds:.0f} records/s" if seconds else "-"
@@ -309,6 +327,18 @@ class StreamRun:
             f"batch {p.batchId:>4}: {counts.summary()}; watermark {wm}; {got['panes']} panes "
             f"({self.panes} so far); {rate}"
         )
+
+    def _watermark_ms(self, p) -> int | None:
+        """The watermark after a micro-batch in ms (None: none yet): Spark's, or the native plan's own."""
+        native = getattr(getattr(self.result, "stream", None), "watermark", None)
+        if native is not None:
+            return native
+        text = (p.eventTime or {}).get("watermark")
+        try:
+            wm = parse_instant(text) if text else 0
+        except ValueError:
+            return None
+        return END_OF_INPUT if wm >= SPARK_END_MS else wm if wm > 0 else None
 
     warned = False
 
