@@ -17,7 +17,7 @@ from panes.core.table import plain_value
 from panes.runner import run_spec
 from panes.scenario import load_scenario, replay_core
 from panes.spark.planner import window_batch, window_stream
-from panes.spec import load_run_spec
+from panes.spec import load_run_spec, parse_run_spec
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +144,8 @@ def _example_spec(tmp_path, spec_file, name):
 def test_the_traffic_example_as_a_window_pipeline_gives_the_panes_of_its_aggregates(spark, tmp_path):
     outputs = []
     for spec_file, name in (("pipeline.yaml", "aggregates"), ("window_pipeline.yaml", "window_pipeline")):
-        run_spec(_example_spec(tmp_path, spec_file, name), spark=spark, progress=False)
+        # (the input ends: every window closes)
+        run_spec(_example_spec(tmp_path, spec_file, name), spark=spark, progress=False, end_input=True)
         # (without the micro-batch a row came in: the stateful plan emits a closed window's pane in the
         # micro-batch after the one whose watermark closed it, the native plan in that one)
         rows = [r.asDict() for r in spark.read.json(str(tmp_path / name / "panes")).drop("batch").collect()]
@@ -206,3 +207,28 @@ def test_a_query_spark_cannot_analyse_fails_before_the_stream_starts(spark, tmp_
         window_stream(stream, pipe)
     assert str(e.value).startswith("window_pipeline.sql: [UNRESOLVED_COLUMN.WITH_SUGGESTION]")
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("mode", ["stream", "batch"])
+def test_a_run_counts_the_records_of_a_failed_window_beside_the_sum_as_the_core(spark, tmp_path, mode):
+    # (the failed window's records were counted when they came: their dead letters are reported beside
+    # the sum, in its reasons, on Spark as in the core)
+    scenario, records, core = one_step("window_pipeline_failure")
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "part-0.json").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    spec = parse_run_spec(
+        {
+            "mode": mode,
+            "source": {"format": "json", "path": str(src)},
+            **scenario.raw["pipeline"],
+            "sink": {"format": "json", "path": str(tmp_path / "panes")},
+            "dead_letter": {"format": "json", "path": str(tmp_path / "dead")},
+            **({"checkpoint": str(tmp_path / "ckpt")} if mode == "stream" else {}),
+        }
+    )
+    counts = run_spec(spec, spark=spark, progress=mode == "batch", end_input=True)
+    assert core.accounting is not None and core.accounting.failed_later == 2
+    want = core.accounting.as_dict()
+    assert {k: counts[k] for k in want} == want
+    assert want["counted"] == 6 and want["dead_letters"] == 0 and want["reasons"] == {"window_pipeline_failed": 2}
