@@ -153,3 +153,21 @@ def test_a_window_pipeline_replay_on_spark_connect_is_refused_in_one_line():
         "Spark Connect cannot replay a window pipeline: its panes are collected in this process's foreachBatch, "
         "which Spark Connect runs on the server; replay it on a classic session (a master, not spark.remote)"
     )
+
+
+def test_a_window_pipeline_s_columns_are_checked_against_an_inferred_schema():
+    from panes.preflight import check_columns
+    from panes.spec import parse_run_spec
+
+    spec = parse_run_spec(
+        {
+            "source": {"format": "json", "path": "in"},
+            **BASE,
+            "window_pipeline": {"sql": "SELECT * FROM rows"},
+            "sink": {"format": "console"},
+        }
+    )
+    assert check_columns(spec, ["t", "k", "v"], "the source's columns") == []
+    assert [(e.field, e.reason) for e in check_columns(spec, ["t", "v"], "the source's columns")] == [
+        ("key", "no column 'k' in the source's columns (t, v)")
+    ]

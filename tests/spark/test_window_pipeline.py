@@ -2,8 +2,10 @@
 test_replay_parity runs on the stateful plan against the core): bounded input gives the core's
 final answer (SQL over fixed windows natively, sessions and functions through the engine), a
 function's declared schema types its columns, a streaming SQL pipeline's panes come through
-write_stream with the query's column types, and the traffic example's window-pipeline spec gives
-the panes of its aggregates spec through ``panes run``."""
+write_stream with the query's column types, the traffic example's window-pipeline spec gives
+the panes of its aggregates spec through ``panes run``, a run accounts for a failed window's records
+as the core does, and random timelines with allowed lateness (timings decided across buckets) give
+the core's panes."""
 
 import json
 import shutil
@@ -232,3 +234,56 @@ def test_a_run_counts_the_records_of_a_failed_window_beside_the_sum_as_the_core(
     want = core.accounting.as_dict()
     assert {k: counts[k] for k in want} == want
     assert want["counted"] == 6 and want["dead_letters"] == 0 and want["reasons"] == {"window_pipeline_failed": 2}
+
+
+def _random_late_scenario(seed):
+    """Random timelines with allowed lateness over three keys (the replay's four buckets each see
+    their own holds): early and late panes of several rows, in each accumulation mode."""
+    import random
+
+    rnd = random.Random(700 + seed)
+    triggers = [
+        {"after_watermark": {"early": {"count": 2}, "late": {"count": 1}}},
+        {"repeatedly": {"after_count": 2}},
+        {"after_watermark": {"late": {"count": 1}}},
+    ]
+    windows = [{"tumbling": {"size": 4000}}, {"hopping": {"size": 6000, "hop": 2000}}, {"session": {"gap": 1500}}]
+    timeline = []
+    for _ in range(6):
+        recs = [
+            {"k": rnd.choice("abc"), "t": rnd.randint(0, 20_000), "v": rnd.randint(0, 3)}
+            for _ in range(rnd.randint(1, 5))
+        ]
+        timeline.append({"add": recs})
+        if rnd.random() < 0.5:
+            timeline.append({"watermark": rnd.randint(0, 25_000)})
+    timeline.append({"end": True})
+    return {
+        "pipeline": {
+            "event_time": "t",
+            "key": "k",
+            "window": windows[seed % 3],
+            "trigger": triggers[seed % 3],
+            "accumulation": ["retracting", "discarding", "accumulating"][seed % 3],
+            "watermark": {"punctuation": True},
+            "allowed_lateness": 5000,
+            "window_pipeline": {"sql": "SELECT v, count(*) AS n FROM rows GROUP BY v ORDER BY v"},
+        },
+        "timeline": timeline,
+    }
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_timelines_with_allowed_lateness_same_on_spark_and_core(spark, seed):
+    from panes.spark.replay import replay_spark
+
+    scenario = load_scenario(_random_late_scenario(seed))
+    core = replay_core(scenario)
+    assert len({p["timing"] for p in core.panes}) > 1  # (timings to decide)
+    on_spark = replay_spark(scenario, spark=spark, plan="stateful")
+    assert on_spark.panes == core.panes
+
+    def letters(res):
+        return sorted(json.dumps([d["reason"], d["record"]], sort_keys=True) for d in res.dead_letters)
+
+    assert letters(on_spark) == letters(core)
