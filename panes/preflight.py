@@ -111,7 +111,7 @@ def check_columns(spec: RunSpec, columns: list[str], where: str) -> list[FieldEr
     if spec.event_time_column and spec.event_time_column not in have:
         errors.append(FieldError("event_time", missing(spec.event_time_column)))
     errors += [FieldError("key", missing(k)) for k in spec.key if k not in have]
-    for out in spec.aggregates or {}:
+    for out in spec.aggregates or {}:  # (none: a window pipeline, which reads every column)
         c = spec.aggregate(out).fn.column
         if c not in (None, "*") and c not in have:
             errors.append(FieldError("aggregates", f"{out}: {missing(c)}"))

@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from ..core.pipeline import Pipeline
 from .session import is_connect
 
 __all__ = [
     "ConnectRefusal",
     "ServerPython",
     "check_bounded",
+    "check_in_process_replay",
     "check_stream",
     "is_connect",
     "local_checkpoint_refusal",
@@ -173,6 +175,17 @@ def check_stream(spark: Any, plan: str, checkpoint: str, client_files: tuple[str
     why = stream_refusal(spark, plan, checkpoint, client_files)
     if why:
         raise ConnectRefusal(f"Spark Connect cannot run this stream: {why}")
+
+
+def check_in_process_replay(spark: Any, p: Pipeline) -> None:
+    """Refuses (``ConnectRefusal``) the replay of a window pipeline, whose foreachBatch keeps the
+    rows in this process (on Spark Connect it runs on the server, on a copy of the closure);
+    nothing on a classic session or for another pipeline."""
+    if p.window_pipeline is not None and is_connect(spark):
+        raise ConnectRefusal(
+            "Spark Connect cannot replay a window pipeline: its panes are collected in this process's foreachBatch, "
+            "which Spark Connect runs on the server; replay it on a classic session (a master, not spark.remote)"
+        )
 
 
 def check_bounded(spark: Any) -> None:

@@ -28,7 +28,7 @@ from ..core.pipeline import Pipeline
 from ..core.time import MAX_TIME, MIN_TIME
 from ..scenario import ReplayResult, Scenario
 from .columns import ACTIVE, CLOCK, MALFORMED, SPARK_END_MS
-from .connect import check_stream
+from .connect import check_in_process_replay, check_stream
 from .native import stream_unsupported
 from .planner import window_stream
 from .results import NativeStreamResult, StatefulStreamResult, WindowedResult
@@ -60,6 +60,7 @@ def _step_rows(step: dict, clock: int) -> list[dict]:
 def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "auto") -> ReplayResult:
     spark = spark or get_spark()
     p = scenario.pipeline
+    check_in_process_replay(spark, p)
     tmp = Path(tempfile.mkdtemp(prefix="panes-replay-"))
     src = tmp / "input"
     src.mkdir()
@@ -78,7 +79,7 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
         q = _start_collecting(result, collected, str(tmp / "checkpoint"))
         _run_steps(q, files, staging)
         # (the stateful plan with allowed lateness: its provisional panes decided, as write_stream does)
-        stateful = isinstance(result, StatefulStreamResult) and p.allowed_lateness > 0
+        stateful = isinstance(result, StatefulStreamResult) and p.allowed_lateness > 0 and p.window_pipeline is None
         return _collect(collected.read(spark), p, OutputWatermarks(p) if stateful else None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -146,11 +147,15 @@ def _run_steps(q: StreamingQuery, files: list[tuple[Path, list[dict]]], staging:
 
 def _stateful_collector(batches: dict, result: StatefulStreamResult):
     """A foreachBatch function that keeps a window pipeline's rows of each micro-batch: its panes
-    as their rows (its SQL run over the micro-batch's panes), with their order."""
+    as their rows (its SQL run over the micro-batch's panes, settled as ``write_stream`` settles
+    them: the ``_collect`` of a window pipeline decides nothing), with their order."""
     p = result.pipeline
+    watermarks = OutputWatermarks(p) if p.allowed_lateness > 0 else None
 
     def collect_tables(df, batch_id):
         df = df.cache()
+        if watermarks is not None:
+            df = watermarks.settle(df)
         rows = [r.asDict(recursive=True) for r in df.filter(F.col(KIND) == "D").collect()]
         failed = None
         if is_sql(p):

@@ -461,16 +461,28 @@ class OutputWatermarks:
         taken in and left out, the provisional panes' timings decided (an empty LATE one left out)."""
         self.stage.bundle(PartReport(r[PART], r[PART_WATERMARK], tuple(r[PART_HOLDS])) for r in rows if r[KIND] == "H")
         out = []
+        # a window pipeline's pane is several rows (one ``PANE_ID``): decided once, for all of them
+        decided: dict[tuple, str | None] = {}
         for r in sorted((r for r in rows if r[KIND] != "H"), key=lambda r: (r[PHASE], r[ORDER])):
             if r[KIND] == "P" and r.get(PROVISIONAL):
-                end = MAX_TIME if r["window_end"] is None else r["window_end"]
-                pane = (tuple(r[k] for k in self.key), r["window_start"], r["window_end"], r["pane_index"])
-                timing = self.stage.timing(r[PROVISIONAL], r["timing"], r[PHASE], end, pane, r["retraction"])
+                table_pane = r.get(PANE_ID)
+                if table_pane is None or (r[PHASE], table_pane) not in decided:
+                    timing = self._timing(r)
+                    if table_pane is not None:
+                        decided[(r[PHASE], table_pane)] = timing
+                else:
+                    timing = decided[(r[PHASE], table_pane)]
                 if timing is None:
                     continue
                 r = {**r, "timing": timing, PROVISIONAL: 0}
             out.append(r)
         return out
+
+    def _timing(self, r: dict) -> str | None:
+        """A provisional pane row's timing (``StageWatermarks.timing``)."""
+        end = MAX_TIME if r["window_end"] is None else r["window_end"]
+        pane = (tuple(r[k] for k in self.key), r["window_start"], r["window_end"], r["pane_index"])
+        return self.stage.timing(r[PROVISIONAL], r["timing"], r[PHASE], end, pane, r["retraction"])
 
     def settle(self, batch: DataFrame) -> DataFrame:
         """A cached micro-batch's output with its provisional panes decided: they and the reports

@@ -135,3 +135,39 @@ def test_classes_and_spec_build_the_same_window_pipeline():
     fn = panes.WindowPipeline(panes.FunctionTransform("window_functions:largest", "v LONG, t LONG, ends STRING"))
     assert panes.pipeline({**BASE, "window_pipeline": fn.describe()}).window_pipeline == fn
     assert {"WindowPipeline", "SqlTransform", "FunctionTransform", "Table"} <= set(panes.__all__)
+
+
+def test_a_window_pipeline_replay_on_spark_connect_is_refused_in_one_line():
+    # (its replay collects the panes in this process's foreachBatch, which Connect runs on the server)
+    from pathlib import Path
+
+    from panes.scenario import load_scenario
+    from panes.spark.connect import ConnectRefusal
+    from panes.spark.replay import replay_spark
+
+    connect_session = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()
+    scenario = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "window_pipeline_top_n.yaml")
+    with pytest.raises(ConnectRefusal) as e:
+        replay_spark(scenario, spark=connect_session)
+    assert str(e.value) == (
+        "Spark Connect cannot replay a window pipeline: its panes are collected in this process's foreachBatch, "
+        "which Spark Connect runs on the server; replay it on a classic session (a master, not spark.remote)"
+    )
+
+
+def test_a_window_pipeline_s_columns_are_checked_against_an_inferred_schema():
+    from panes.preflight import check_columns
+    from panes.spec import parse_run_spec
+
+    spec = parse_run_spec(
+        {
+            "source": {"format": "json", "path": "in"},
+            **BASE,
+            "window_pipeline": {"sql": "SELECT * FROM rows"},
+            "sink": {"format": "console"},
+        }
+    )
+    assert check_columns(spec, ["t", "k", "v"], "the source's columns") == []
+    assert [(e.field, e.reason) for e in check_columns(spec, ["t", "v"], "the source's columns")] == [
+        ("key", "no column 'k' in the source's columns (t, v)")
+    ]

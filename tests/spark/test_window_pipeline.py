@@ -2,8 +2,10 @@
 test_replay_parity runs on the stateful plan against the core): bounded input gives the core's
 final answer (SQL over fixed windows natively, sessions and functions through the engine), a
 function's declared schema types its columns, a streaming SQL pipeline's panes come through
-write_stream with the query's column types, and the traffic example's window-pipeline spec gives
-the panes of its aggregates spec through ``panes run``."""
+write_stream with the query's column types, the traffic example's window-pipeline spec gives
+the panes of its aggregates spec through ``panes run``, a run accounts for a failed window's records
+as the core does, and random timelines with allowed lateness (timings decided across buckets) give
+the core's panes."""
 
 import json
 import shutil
@@ -17,7 +19,7 @@ from panes.core.table import plain_value
 from panes.runner import run_spec
 from panes.scenario import load_scenario, replay_core
 from panes.spark.planner import window_batch, window_stream
-from panes.spec import load_run_spec
+from panes.spec import load_run_spec, parse_run_spec
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +146,8 @@ def _example_spec(tmp_path, spec_file, name):
 def test_the_traffic_example_as_a_window_pipeline_gives_the_panes_of_its_aggregates(spark, tmp_path):
     outputs = []
     for spec_file, name in (("pipeline.yaml", "aggregates"), ("window_pipeline.yaml", "window_pipeline")):
-        run_spec(_example_spec(tmp_path, spec_file, name), spark=spark, progress=False)
+        # (the input ends: every window closes)
+        run_spec(_example_spec(tmp_path, spec_file, name), spark=spark, progress=False, end_input=True)
         # (without the micro-batch a row came in: the stateful plan emits a closed window's pane in the
         # micro-batch after the one whose watermark closed it, the native plan in that one)
         rows = [r.asDict() for r in spark.read.json(str(tmp_path / name / "panes")).drop("batch").collect()]
@@ -206,3 +209,81 @@ def test_a_query_spark_cannot_analyse_fails_before_the_stream_starts(spark, tmp_
         window_stream(stream, pipe)
     assert str(e.value).startswith("window_pipeline.sql: [UNRESOLVED_COLUMN.WITH_SUGGESTION]")
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("mode", ["stream", "batch"])
+def test_a_run_counts_the_records_of_a_failed_window_beside_the_sum_as_the_core(spark, tmp_path, mode):
+    # (the failed window's records were counted when they came: their dead letters are reported beside
+    # the sum, in its reasons, on Spark as in the core)
+    scenario, records, core = one_step("window_pipeline_failure")
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "part-0.json").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    spec = parse_run_spec(
+        {
+            "mode": mode,
+            "source": {"format": "json", "path": str(src)},
+            **scenario.raw["pipeline"],
+            "sink": {"format": "json", "path": str(tmp_path / "panes")},
+            "dead_letter": {"format": "json", "path": str(tmp_path / "dead")},
+            **({"checkpoint": str(tmp_path / "ckpt")} if mode == "stream" else {}),
+        }
+    )
+    counts = run_spec(spec, spark=spark, progress=mode == "batch", end_input=True)
+    assert core.accounting is not None and core.accounting.failed_later == 2
+    want = core.accounting.as_dict()
+    assert {k: counts[k] for k in want} == want
+    assert want["counted"] == 6 and want["dead_letters"] == 0 and want["reasons"] == {"window_pipeline_failed": 2}
+
+
+def _random_late_scenario(seed):
+    """Random timelines with allowed lateness over three keys (the replay's four buckets each see
+    their own holds): early and late panes of several rows, in each accumulation mode."""
+    import random
+
+    rnd = random.Random(700 + seed)
+    triggers = [
+        {"after_watermark": {"early": {"count": 2}, "late": {"count": 1}}},
+        {"repeatedly": {"after_count": 2}},
+        {"after_watermark": {"late": {"count": 1}}},
+    ]
+    windows = [{"tumbling": {"size": 4000}}, {"hopping": {"size": 6000, "hop": 2000}}, {"session": {"gap": 1500}}]
+    timeline = []
+    for _ in range(6):
+        recs = [
+            {"k": rnd.choice("abc"), "t": rnd.randint(0, 20_000), "v": rnd.randint(0, 3)}
+            for _ in range(rnd.randint(1, 5))
+        ]
+        timeline.append({"add": recs})
+        if rnd.random() < 0.5:
+            timeline.append({"watermark": rnd.randint(0, 25_000)})
+    timeline.append({"end": True})
+    return {
+        "pipeline": {
+            "event_time": "t",
+            "key": "k",
+            "window": windows[seed % 3],
+            "trigger": triggers[seed % 3],
+            "accumulation": ["retracting", "discarding", "accumulating"][seed % 3],
+            "watermark": {"punctuation": True},
+            "allowed_lateness": 5000,
+            "window_pipeline": {"sql": "SELECT v, count(*) AS n FROM rows GROUP BY v ORDER BY v"},
+        },
+        "timeline": timeline,
+    }
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_timelines_with_allowed_lateness_same_on_spark_and_core(spark, seed):
+    from panes.spark.replay import replay_spark
+
+    scenario = load_scenario(_random_late_scenario(seed))
+    core = replay_core(scenario)
+    assert len({p["timing"] for p in core.panes}) > 1  # (timings to decide)
+    on_spark = replay_spark(scenario, spark=spark, plan="stateful")
+    assert on_spark.panes == core.panes
+
+    def letters(res):
+        return sorted(json.dumps([d["reason"], d["record"]], sort_keys=True) for d in res.dead_letters)
+
+    assert letters(on_spark) == letters(core)
