@@ -38,8 +38,9 @@ from .spark.session import get_spark, is_connect
 from .spec import FieldError, RunSpec, SinkSpec, SpecError
 
 CONTROL = "__panes_wm_step"
-#: how long a run waits for the listener's last progress event after its query stopped (s)
-LAST_EVENT_WAIT = 10.0
+#: how long a run waits at most for the listener's last progress event after its query stopped (s;
+#: a loaded machine delivers it seconds late)
+LAST_EVENT_WAIT = 60.0
 
 
 def resolved_plan(spec: RunSpec) -> str:

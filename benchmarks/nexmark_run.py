@@ -1,22 +1,29 @@
 #!/usr/bin/env python3
-"""Where a micro-batch's time goes: Spark jobs and stages per micro-batch, and the time outside
-them, for the Nexmark queries through ``panes run`` and through plain Spark's query, on the same
-input in one SparkSession. Counts are robust to a loaded machine; times are not (compare the two
-sides of one run).
+"""The shared Nexmark comparison's four queries (tw_agg, q5a, q7a, q11) through ``panes run``
+against plain Spark's streaming query, side by side in one SparkSession, with where a
+micro-batch's time goes: Spark jobs and stages per micro-batch and the time outside them.
 
-    .venv/bin/python benchmarks/profile_batches.py --data DIR [--queries tw_agg,q5a,q7a,q11]
-                                                   [--plan auto|stateful] [--rounds 1]
+    .venv/bin/python benchmarks/nexmark_run.py --bids 1000000 [--rounds 3] [--write]
+    .venv/bin/python benchmarks/nexmark_run.py --data DIR [--queries q7a] [--plan stateful] [--phases]
 
-``DIR`` is a Nexmark data set of ``/work/shared/bench/nexmark_gen.py`` (``parquet/bid``, 10 files:
-one micro-batch each). Each query runs as the shared benchmark runs it (``panes_nexmark.py``:
-``panes.runner.run_spec`` with noop sinks, ``available_now`` and the end of the input) and as
-plain Spark (``withWatermark`` + ``groupBy(window)``, append mode, noop sink, ``availableNow``).
+The input: ``--bids N``, the suite's Nexmark bids (``common.generate_nexmark``: 10 parquet files),
+or ``--data DIR``, a data set of ``/work/shared/bench/nexmark_gen.py`` (``DIR/parquet/bid``); one
+file per micro-batch. panes runs each query as the shared benchmark does (``panes_nexmark.py``:
+``panes.runner.run_spec`` with noop sinks, ``available_now`` and the end of the input: every
+window closed); plain Spark as its ``spark_nexmark.py`` (``withWatermark`` 4 s +
+``groupBy(window)``, append mode, noop sink, ``availableNow``: its last windows stay open). The
+sides alternate, their order reversed every other round; the median time of ``--rounds`` gives
+events/s and the ratio (panes / plain). panes' account must balance (records in = counted + dead
+letters + in no window = the input's bids), else the run says MISMATCH and exits 1.
 
-Per query and side it prints one JSON line: the streaming queries the run started (the end of the
-input may start more), the micro-batches, and per micro-batch (medians over the micro-batches that
-read data, and over all of them) the Spark jobs and stages, ``triggerExecution`` and ``addBatch``
-of Spark's progress, the time inside jobs (their wall-clock union) and ``outside`` = addBatch less
-that: the driver's Python, plan building and JVM round trips of the micro-batch."""
+Per query and side one JSON line: seconds, the streaming queries the run started, the
+micro-batches, and per micro-batch (medians over those that read data, and over all) the Spark
+jobs and stages, ``triggerExecution`` and ``addBatch`` of Spark's progress, the time inside jobs
+(their wall-clock union) and ``outside`` = addBatch less that (the driver's Python, plan building
+and JVM round trips), and the jobs run outside any micro-batch (panes' end of input runs its
+step in the driver). ``--phases`` names panes' jobs by the phase that ran them and times the
+phases. Job counts are robust to a loaded machine; times are not: compare the sides of one run.
+``--write`` merges ``nexmark_<query>_run`` into ``results/latest.json``."""
 
 from __future__ import annotations
 
@@ -33,10 +40,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from common import RESULTS, generate_nexmark, merge_figures, meta_of  # noqa: E402
 from panes.runner import run_spec  # noqa: E402
 from panes.spark.session import get_spark  # noqa: E402
 from panes.spec import parse_run_spec  # noqa: E402
 from panes_nexmark import QUERIES  # noqa: E402
+
+#: the shared benchmark's watermark delay (Nexmark's)
+DELAY = "4 seconds"
 
 
 def plain_query(spark, q: str, path: str, delay: str):
@@ -138,17 +149,24 @@ class Phases:
         return {k: round(statistics.median(v)) for k, v in out.items()}
 
 
-def jobs_of(spark, run_ids: set[str]) -> list[dict]:
+def jobs_of(spark, run_ids: set[str], since: float = 0.0) -> list[dict]:
     """The jobs of the queries with ``run_ids`` (Spark's job group of a streaming query is its run
-    id): id, batch (from the job's description), stages, start and end (ms)."""
+    id), and those of no query submitted after ``since`` (s; the end of the input's step runs in
+    the driver, outside any query: its batch is None): id, batch (from the job's description),
+    stages, start and end (ms)."""
     sc = spark.sparkContext._jsc.sc()
     conv = spark._jvm.scala.jdk.javaapi.CollectionConverters
     out = []
     for j in conv.asJava(sc.statusStore().jobsList(None)):
         group = j.jobGroup()
-        if group.isEmpty() or group.get() not in run_ids:
+        start, end = j.submissionTime(), j.completionTime()
+        if group.isEmpty():
+            if start.isEmpty() or start.get().getTime() < since * 1000:
+                continue
+        elif group.get() not in run_ids:
             continue
-        desc = j.description().getOrElse(None) or ""
+        described = j.description()
+        desc = described.get() if described.isDefined() else ""
         batch = None
         for line in desc.splitlines():
             if line.startswith("batch = "):
@@ -156,10 +174,9 @@ def jobs_of(spark, run_ids: set[str]) -> list[dict]:
                     batch = int(line.split("=", 1)[1])
                 except ValueError:
                     batch = None
-        start, end = j.submissionTime(), j.completionTime()
         out.append(
             {
-                "run": group.get(),
+                "run": None if group.isEmpty() else group.get(),
                 "job": j.jobId(),
                 "batch": batch,
                 "stages": len(list(conv.asJava(j.stageIds()))),
@@ -225,6 +242,7 @@ def summary(rows: list[dict], jobs: list[dict], secs: float) -> dict:
         "per_batch": med(rows),
         "trigger_ms_total": sum(r["trigger_ms"] for r in rows),
         "jobs_by_batch": [r["jobs"] for r in rows],
+        "jobs_outside_names": [j["name"].split(" at ")[0] for j in jobs if j["batch"] is None],
         "job_names": [
             [j["name"].split(" at ")[0] for j in jobs if j["run"] == r["run"] and j["batch"] == r["batch"]]
             for r in rows
@@ -242,7 +260,7 @@ def run_panes(spark, prog: Progress, q: str, data: str, delay: str, plan: str) -
         "mode": "stream",
         "event_time": "dateTime",
         "watermark": {"max_delay": delay},
-        "source": {"format": "parquet", "path": os.path.join(data, "parquet", "bid"), "max_files_per_trigger": 1},
+        "source": {"format": "parquet", "path": data, "max_files_per_trigger": 1},
         "sink": {"format": "noop"},
         "dead_letter": {"format": "noop"},
         "checkpoint": ck,
@@ -256,10 +274,11 @@ def run_panes(spark, prog: Progress, q: str, data: str, delay: str, plan: str) -
     driver = PHASES.take() if PHASES else {}
     time.sleep(1.0)  # (the last progress events)
     events = prog.since(n)
-    jobs = jobs_of(spark, {str(p.runId) for p in events})
+    jobs = jobs_of(spark, {str(p.runId) for p in events}, since=t0)
     shutil.rmtree(ck, ignore_errors=True)
     out = summary(per_batch(events, jobs), jobs, secs)
     out["panes"], out["dead_letters"] = counts["panes"], counts["dead_letters"]
+    out["account"] = {k: counts.get(k) for k in ("records_in", "counted", "dead_letters", "in_no_window")}
     out["driver_ms_median_per_call"] = driver
     return out
 
@@ -268,31 +287,68 @@ def run_plain(spark, prog: Progress, q: str, data: str, delay: str) -> dict:
     ck = tempfile.mkdtemp(prefix="plain-prof-")
     n = len(prog.events)
     t0 = time.time()
-    df = plain_query(spark, q, os.path.join(data, "parquet", "bid"), delay)
+    df = plain_query(spark, q, data, delay)
     sq = df.writeStream.format("noop").outputMode("append").option("checkpointLocation", ck)
     sq = sq.trigger(availableNow=True).start()
     sq.awaitTermination()
     secs = time.time() - t0
     time.sleep(1.0)
     events = prog.since(n)
-    jobs = jobs_of(spark, {str(p.runId) for p in events})
+    jobs = jobs_of(spark, {str(p.runId) for p in events}, since=t0)
     shutil.rmtree(ck, ignore_errors=True)
     out = summary(per_batch(events, jobs), jobs, secs)
     out["panes"] = sum(max(p.sink.numOutputRows, 0) for p in events)
     return out
 
 
-def main() -> None:
+def source(a: argparse.Namespace) -> tuple[str, int]:
+    """The bids' directory and how many bids it holds."""
+    if a.data:
+        with open(os.path.join(a.data, "_meta.json")) as f:
+            return os.path.join(a.data, "parquet", "bid"), json.load(f)["counts"]["bid"]
+    path = generate_nexmark(a.bids)
+    return str(path), meta_of(path)["bids"]
+
+
+def balanced(out: dict, bids: int) -> bool:
+    """panes' account of a run: every bid counted, dead-lettered or in no window."""
+    c = out["account"]
+    return c["records_in"] == bids == c["counted"] + c["dead_letters"] + c["in_no_window"]
+
+
+def rounds(spark, prog: Progress, a: argparse.Namespace, data: str, bids: int) -> dict:
+    """Each query's runs, sides alternating (reversed every other round); prints each run."""
+    runs: dict = {}
+    for r in range(a.rounds):
+        for q in a.queries.split(","):
+            sides = a.sides.split(",")
+            for side in sides if r % 2 == 0 else sides[::-1]:
+                if side == "panes":
+                    out = run_panes(spark, prog, q, data, DELAY, a.plan)
+                    out["balanced"] = balanced(out, bids)
+                else:
+                    out = run_plain(spark, prog, q, data, DELAY)
+                out.update(query=q, side=side, plan=a.plan if side == "panes" else "-", round=r)
+                out["events_per_s"] = round(bids / out["seconds"])
+                out["load_1min"] = round(os.getloadavg()[0], 1)
+                print(json.dumps(out), flush=True)
+                runs.setdefault((q, side), []).append(out)
+    return runs
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", required=True, help="a nexmark_gen.py data set (parquet/bid)")
-    ap.add_argument("--warmup-data", default="", help="a small data set run first, untimed")
+    ap.add_argument("--bids", type=int, default=1_000_000, help="the suite's Nexmark bids (without --data)")
+    ap.add_argument("--data", default="", help="a nexmark_gen.py data set (DIR/parquet/bid) instead")
+    ap.add_argument("--warmup-bids", type=int, default=100_000, help="an untimed run of tw_agg and q7a first (0: none)")
     ap.add_argument("--queries", default="tw_agg,q5a,q7a,q11")
     ap.add_argument("--plan", default="auto", choices=["auto", "native", "stateful"])
     ap.add_argument("--sides", default="plain,panes")
-    ap.add_argument("--delay", default="4 seconds")
-    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--phases", action="store_true", help="name panes' jobs and time its phases")
+    ap.add_argument("--write", action="store_true", help="merge the figures into results/latest.json")
     a = ap.parse_args()
+    data, bids = source(a)
     spark = get_spark()
     spark.range(1).collect()
     global PHASES
@@ -300,26 +356,34 @@ def main() -> None:
         PHASES = Phases(spark)
         PHASES.install()
     prog = Progress(spark)
-    if a.warmup_data:
+    if a.warmup_bids:
+        warm = str(generate_nexmark(a.warmup_bids))
         for q in ("tw_agg", "q7a"):
-            run_panes(spark, prog, q, a.warmup_data, a.delay, a.plan)
-            run_plain(spark, prog, q, a.warmup_data, a.delay)
+            run_panes(spark, prog, q, warm, DELAY, a.plan)
+            run_plain(spark, prog, q, warm, DELAY)
     load = os.getloadavg()[0]
-    for r in range(a.rounds):
-        for q in a.queries.split(","):
-            sides = a.sides.split(",")
-            for side in sides if r % 2 == 0 else sides[::-1]:
-                t = time.time()
-                if side == "panes":
-                    out = run_panes(spark, prog, q, a.data, a.delay, a.plan)
-                else:
-                    out = run_plain(spark, prog, q, a.data, a.delay)
-                out.update(query=q, side=side, plan=a.plan if side == "panes" else "-", round=r)
-                out["load_1min"] = round(os.getloadavg()[0], 1)
-                print(json.dumps(out), flush=True)
-                del t
-    print(json.dumps({"load_1min_at_start": round(load, 1)}), flush=True)
+    runs = rounds(spark, prog, a, data, bids)
+    figures, ok = {}, True
+    for q in a.queries.split(","):
+        med = {s: statistics.median(r["seconds"] for r in runs.get((q, s), [])) for s in ("panes", "plain")}
+        ok &= all(r["balanced"] for r in runs.get((q, "panes"), []))
+        figures[f"nexmark_{q}_run"] = {
+            "events_per_s": round(bids / med["panes"]),
+            "baseline_events_per_s": round(bids / med["plain"]),
+            "ratio": round(med["plain"] / med["panes"], 3),
+        }
+        print(
+            f"{q:7} panes run {bids / med['panes']:>10,.0f} events/s  plain {bids / med['plain']:>10,.0f}"
+            f"  ratio {med['plain'] / med['panes']:.3f}",
+            flush=True,
+        )
+    print(json.dumps({"load_1min_at_start": round(load, 1), "load_1min_at_end": round(os.getloadavg()[0], 1)}))
+    if not ok:
+        print("MISMATCH: a panes run's account did not balance (see its JSON line)", flush=True)
+    if a.write:
+        merge_figures(RESULTS / "latest.json", figures)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
