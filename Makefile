@@ -81,13 +81,16 @@ conformance: setup $(CONFORMANCE_VENV)/.installed
 	BEAM_PYTHON=$(CURDIR)/$(CONFORMANCE_VENV)/bin/python $(PY) tests/conformance/run_conformance.py --n 500 --jobs 2
 
 # the benchmark suite (benchmarks/suite.py, described in benchmarks/RESULTS.md): panes against plain
-# PySpark side by side; both targets write benchmarks/results/latest.json. bench: full sizes, median
-# of 3 runs (an hour or more); bench-quick: small data, one run each (under 10 minutes)
+# PySpark side by side, then the shared Nexmark queries through `panes run` (benchmarks/nexmark_run.py);
+# both targets write benchmarks/results/latest.json. bench: full sizes, median of 3 runs (an hour or
+# more); bench-quick: small data, one run each (under 10 minutes)
 bench: setup
 	$(PY) benchmarks/suite.py --repeat 3
+	$(PY) benchmarks/nexmark_run.py --bids 1000000 --rounds 3 --write
 
 bench-quick: setup
 	$(PY) benchmarks/suite.py --quick
+	$(PY) benchmarks/nexmark_run.py --bids 200000 --rounds 1 --warmup-bids 0 --write
 
 clean-conformance:
 	rm -rf $(CONFORMANCE_VENV) tests/conformance/results

@@ -22,22 +22,27 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from . import checkpoint as ck
 from .core.accounting import Accounting
 from .core.records import unit_warning
+from .core.rules import Reason
 from .core.time import END_OF_INPUT, parse_instant, unit_hint
 from .io import read_batch, read_stream, write_batch
 from .preflight import check_columns
-from .report import BatchRow, batch_row, write_report
+from .report import BatchRow, write_report
 from .spark import metrics
 from .spark.columns import SPARK_END_MS
 from .spark.planner import window_batch, window_stream
-from .spark.session import get_spark
+from .spark.results import NativeStreamResult
+from .spark.session import get_spark, is_connect
 from .spec import FieldError, RunSpec, SinkSpec, SpecError
 
 CONTROL = "__panes_wm_step"
-#: how long a run waits for the listener's last progress event after its query stopped (s)
-LAST_EVENT_WAIT = 10.0
+#: how long a run waits at most for the listener's last progress event after its query stopped (s;
+#: a loaded machine delivers it seconds late)
+LAST_EVENT_WAIT = 60.0
 
 
 def resolved_plan(spec: RunSpec) -> str:
@@ -241,34 +246,65 @@ class StreamRun:
 
     def _end(self) -> None:
         """End the input for good: a control record moves the watermark to +infinity, so every
-        window closes; a second pass lets Spark fire the timers that watermark made due (stateful
-        plan). Each control file is written once: a run killed midway finishes the ending when
-        run again with ``--end-input``."""
-        for name in ck.END_FILES:
+        window closes. The native plan runs that micro-batch's step in this process, after the
+        query's last (``NativeStreamResult.end_input``); the stateful plan passes the record
+        through a query of its own, and a second pass lets Spark fire the timers that watermark
+        made due. Each control file is written once: a run killed midway finishes the ending when
+        run again with ``--end-input`` (its query reads the first file, which marks the ending
+        begun, and ends the input as that micro-batch)."""
+        result = self.result
+        native_end = (
+            isinstance(result, NativeStreamResult) and result.end_rows is not None and not is_connect(self.spark)
+        )
+        for name in ck.END_FILES[:1] if native_end else ck.END_FILES:
             path = self.control_dir / name
             if not path.exists():
                 tmp = path.with_name(f".{name}.tmp")  # (hidden: the file source skips it)
                 tmp.write_text(json.dumps({CONTROL: SPARK_END_MS}) + "\n")
                 tmp.replace(path)
-            self._pass(bounded=True)
+            if not native_end:
+                self._pass(bounded=True)
+        if native_end:
+            batch_id = self._last_committed() + 1
+            t0 = time.time()
+            assert isinstance(result, NativeStreamResult)
+            result.end_input(self._on_panes, self._on_dead_letters, batch_id)
+            self._account(batch_id, {}, (time.time() - t0) * 1000)
         ck.mark_ended(self.checkpoint, self.spec.source)
+
+    def _last_committed(self) -> int:
+        """The last micro-batch Spark committed in the checkpoint (-1: none)."""
+        done = [int(f.name) for f in (Path(self.checkpoint) / "commits").glob("*") if f.name.isdigit()]
+        return max(done, default=-1)
 
     # -- what the sinks receive ---------------------------------------------------------------------------
 
     def _on_panes(self, panes, batch_id: int) -> None:
-        panes = panes.cache()
-        n = panes.count()
-        if n:
-            write_batch(panes, self.spec.sink, batch_id, title=f"panes (batch {batch_id})")
-        panes.unpersist()
+        stream = getattr(self.result, "stream", None)
+        if stream is not None and stream.no_panes(panes):
+            n = 0  # (the step closed no window: nothing to count or write)
+        elif self.spec.sink.format in OBSERVED_SINKS:
+            counted = observed_write(panes, self.spec.sink, batch_id, [F.count(F.lit(1)).alias("n")])
+            n = int(counted["n"])
+        else:
+            panes = panes.cache()
+            n = panes.count()
+            if n:
+                write_batch(panes, self.spec.sink, batch_id, title=f"panes (batch {batch_id})")
+            panes.unpersist()
         self.received.setdefault(batch_id, {"panes": 0, "reasons": Counter()})["panes"] = n
 
     def _on_dead_letters(self, dead, batch_id: int) -> None:
-        dead = dead.cache()
-        reasons = Counter({r["reason"]: r["count"] for r in dead.groupBy("reason").count().collect()})
-        if reasons:
-            write_batch(dead, self.dead_sink, batch_id, title=f"dead letters (batch {batch_id})")
-        dead.unpersist()
+        if self.dead_sink.format in OBSERVED_SINKS:
+            per_reason = [F.count_if(F.col("reason") == F.lit(r.value)).alias(r.value) for r in Reason]
+            counted = observed_write(dead, self.dead_sink, batch_id, per_reason)
+            reasons = Counter({r: int(n) for r, n in counted.items() if n})
+        else:
+            dead = dead.cache()
+            reasons = Counter({r["reason"]: r["count"] for r in dead.groupBy("reason").count().collect()})
+            if reasons:
+                write_batch(dead, self.dead_sink, batch_id, title=f"dead letters (batch {batch_id})")
+            dead.unpersist()
         self.received.setdefault(batch_id, {"panes": 0, "reasons": Counter()})["reasons"] = reasons
 
     # -- progress -------------------------------------------------------------------------------------------
@@ -311,29 +347,38 @@ class StreamRun:
 
     def _progress(self, p) -> None:
         self.last_batch = p.batchId
-        got = self.received.pop(p.batchId, {"panes": 0, "reasons": Counter()})
         observed = {name: row.asDict() for name, row in (p.observedMetrics or {}).items()}
-        counts = batch_accounting(observed, got["reasons"])
         self._unit_warning(observed.get(metrics.INPUT) or {})
+        wm = (p.eventTime or {}).get("watermark")
+        started = parse_instant(p.timestamp) if p.timestamp else None
+        self._account(p.batchId, observed, (p.durationMs or {}).get("triggerExecution", 0), wm, started)
+
+    def _account(
+        self, batch_id: int, observed: dict, ms: float, wm: str | None = None, at_ms: int | None = None
+    ) -> None:
+        """A micro-batch's counts added to the run's, and its progress line."""
+        got = self.received.pop(batch_id, {"panes": 0, "reasons": Counter()})
+        counts = batch_accounting(observed, got["reasons"])
         self.totals.add(counts)
         self.batches += 1
         self.panes += got["panes"]
-        wm = (p.eventTime or {}).get("watermark") or self._native_watermark()
-        self.history.append(batch_row(p, counts, got["panes"], self._watermark_ms(p)))
+        wm_ms = self._watermark_ms(wm)
+        wm = wm or self._native_watermark()
+        started = int(time.time() * 1000 - ms) if at_ms is None else at_ms
+        self.history.append(BatchRow(batch_id, started, ms / 1000, counts, got["panes"], wm_ms))
         # (Spark's own rates count a row once per read of the micro-batch: the records in, timed)
-        seconds = (p.durationMs or {}).get("triggerExecution", 0) / 1000
-        rate = f"{counts.records_in / seconds:.0f} records/s" if seconds else "-"
+        rate = f"{counts.records_in / (ms / 1000):.0f} records/s" if ms else "-"
         self.report.line(
-            f"batch {p.batchId:>4}: {counts.summary()}; watermark {wm}; {got['panes']} panes "
+            f"batch {batch_id:>4}: {counts.summary()}; watermark {wm}; {got['panes']} panes "
             f"({self.panes} so far); {rate}"
         )
 
-    def _watermark_ms(self, p) -> int | None:
-        """The watermark after a micro-batch in ms (None: none yet): Spark's, or the native plan's own."""
+    def _watermark_ms(self, text: str | None) -> int | None:
+        """The watermark after a micro-batch in ms (None: none yet): the native plan's own, or
+        Spark's (``text``, from the progress)."""
         native = getattr(getattr(self.result, "stream", None), "watermark", None)
         if native is not None:
             return native
-        text = (p.eventTime or {}).get("watermark")
         try:
             wm = parse_instant(text) if text else 0
         except ValueError:
@@ -373,6 +418,21 @@ class StreamRun:
             f"[green]done[/green]: {self.batches} micro-batches, {self.panes} panes, "
             f"{self.totals.dead_letters} dead letters; {self.totals.summary()}; {state}"
         )
+
+
+#: sinks whose write of an empty micro-batch leaves nothing: a micro-batch's output is written
+#: once, its counts observed as the write runs (no job to count it first)
+OBSERVED_SINKS = ("noop", "kafka")
+
+
+def observed_write(df, sink: SinkSpec, batch_id: int, counts: list) -> dict:
+    """Writes ``df`` to ``sink`` and returns ``counts`` (aggregate Columns) as Spark observed them
+    in that write: one job."""
+    from pyspark.sql import Observation
+
+    seen = Observation(f"panes_sink_{batch_id}")
+    write_batch(df.observe(seen, *counts), sink, batch_id)
+    return seen.get
 
 
 def batch_accounting(observed: dict[str, dict], reasons: Counter) -> Accounting:

@@ -34,6 +34,7 @@ from .columns import (
     INVALID,
     NUM,
     PUNCT,
+    SPARK_END_MS,
     TS,
     WMARK,
     Check,
@@ -297,18 +298,30 @@ def window_stream(
 def _native_stream(df: DataFrame, p: Pipeline, ingestion: Column | None, control_wm: str | None) -> NativeStreamResult:
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
     step = NativeStep(p, df.schema, record_columns, never_late=never_late(p) and control_wm is None)
-    prepared = prepare(df, p, 0, ingestion=ingestion, control_wm=control_wm).withColumns(step.row_columns())
-    counts = F.col(ROW_COUNTS)
-    windows = (
-        (counts, F.lit(False))
-        if step.windows.several_per_row
-        else (F.col(ROW_IN_WINDOW), counts & ~F.col(ROW_IN_WINDOW))
-    )
-    prepared = prepared.observe(
-        metrics.INPUT, *metrics.input_counts(control_wm, metrics.numeric_event_time(df.schema, p.event_time), windows)
-    )
-    prepared = prepared.select(*[F.col(f"`{c}`") for c in step.stream_columns(prepared.columns)])
-    return NativeStreamResult(explain_plan(p, "stream"), step, prepared)
+
+    def rows(source: DataFrame) -> DataFrame:
+        """``source``'s rows as a micro-batch of the step reads them (the stream's columns)."""
+        prepared = prepare(source, p, 0, ingestion=ingestion, control_wm=control_wm).withColumns(step.row_columns())
+        if source.isStreaming:
+            counts = F.col(ROW_COUNTS)
+            windows = (
+                (counts, F.lit(False))
+                if step.windows.several_per_row
+                else (F.col(ROW_IN_WINDOW), counts & ~F.col(ROW_IN_WINDOW))
+            )
+            event_time = metrics.numeric_event_time(df.schema, p.event_time)
+            prepared = prepared.observe(metrics.INPUT, *metrics.input_counts(control_wm, event_time, windows))
+        return prepared.select(*[F.col(f"`{c}`") for c in step.stream_columns(prepared.columns)])
+
+    def end_rows() -> DataFrame:
+        """The micro-batch that ends the input: one control row whose watermark is the end of
+        time, as the control stream delivers it (every other column null)."""
+        assert control_wm is not None
+        schema = ST.StructType([ST.StructField(f.name, f.dataType, True, f.metadata) for f in df.schema.fields])
+        row = tuple(SPARK_END_MS if f.name == control_wm else None for f in schema.fields)
+        return rows(df.sparkSession.createDataFrame([row], schema))
+
+    return NativeStreamResult(explain_plan(p, "stream"), step, rows(df), end_rows if control_wm is not None else None)
 
 
 def _stateful_stream(

@@ -104,10 +104,12 @@ class NativeStreamResult(WindowedResult):
     out (``plan="stateful"`` gives one, e.g. to chain further streaming operators). ``step``:
     the native step; ``source``: the prepared stream it runs on."""
 
-    def __init__(self, plan: str, step: NativeStep, source: DataFrame):
+    def __init__(self, plan: str, step: NativeStep, source: DataFrame, end_rows: Callable[[], DataFrame] | None = None):
         super().__init__(plan)
         self.step = step
         self.source = source
+        #: the micro-batch of one control row that ends the input (a stream with a control column)
+        self.end_rows = end_rows
         self.stream: NativeStream | None = None  # the last query's (``write_stream``): its watermark
 
     def _none(self, what: str) -> ValueError:
@@ -148,6 +150,18 @@ class NativeStreamResult(WindowedResult):
             stream.run(batch, batch_id, on_panes, on_dead_letters)
 
         return self._start(self.source, each, checkpoint, query_name, trigger, "native", (str(stream.root),))
+
+    def end_input(self, on_panes: Callback, on_dead_letters: Callback, batch_id: int) -> None:
+        """Ends the input of the stream the last ``write_stream`` ran, once its query stopped: in
+        this process, the step of micro-batch ``batch_id`` (the one after the query's last) over
+        one control row that moves the watermark to the end of time, as the control stream's
+        record would in a micro-batch of its own, without starting a query for it. Its version of
+        the state is the one a micro-batch ``batch_id`` that Spark runs later rewrites."""
+        if self.stream is None or self.end_rows is None:
+            raise ValueError("end_input ends the input of a stream that write_stream ran, with a control column")
+        with plan_building():
+            rows = self.end_rows()
+        self.stream.run(rows, batch_id, on_panes, on_dead_letters)
 
 
 class StatefulStreamResult(WindowedResult):

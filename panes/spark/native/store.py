@@ -404,6 +404,11 @@ class NativeStream:
             self._empty = (session, self.step.closed(none, MIN_TIME, self.ordered, table=True))
         return self._empty[1]
 
+    def no_panes(self, panes: DataFrame) -> bool:
+        """Whether ``panes`` are those of a step that closed no window (``_no_panes``): a
+        callback need not count or write them."""
+        return self._empty is not None and panes is self._empty[1]
+
     def _versions(self) -> list[int]:
         return sorted(int(d.name[1:]) for d in self.root.glob("v*") if (d / "meta.json").exists())
 
