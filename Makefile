@@ -32,13 +32,18 @@ demo: setup
 demo-batch: setup
 	set -o pipefail; cd examples/traffic && ../../$(VENV)/bin/panes run pipeline.yaml --mode batch 2>&1 | $(QUIET)
 
+# the suite, then tests/remote's bounded slice (remote_quick: panes run --remote on a Spark Connect
+# server, a replay on a standalone cluster, both plans), in a pytest run of its own so that its
+# servers start once and stop before the target ends
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider -m "not remote"; rc=$$?; \
-	  if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; exit $$rc
+	  if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; \
+	  $(PY) -m pytest -q -p no:cacheprovider -m "remote and remote_quick" tests/remote || rc=1; \
+	  exit $$rc
 
-# tests/remote: each test session starts its own Spark Connect server and standalone cluster (a
-# master and two workers) from the pyspark package's scripts, and stops them (about 10 minutes on
-# 2 busy cores; CI runs it after make test)
+# tests/remote whole: a Spark Connect server and a standalone cluster (a master and two workers),
+# started once per test session from the pyspark package's own scripts, and stopped (10-20 minutes
+# on 2 busy cores)
 test-remote: setup
 	$(PY) -m pytest -q -p no:cacheprovider -m remote tests/remote
 

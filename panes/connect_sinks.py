@@ -51,8 +51,9 @@ def _deliver(df, sink: SinkSpec, batch_id: int, where: str) -> None:
 
 
 def _count(spark, where: str, batch_id: int, kind: str, counts: dict[str, int]) -> None:
-    rows = [(kind, name, int(n)) for name, n in counts.items()] or [(kind, "", 0)]
-    spark.createDataFrame(rows, "kind STRING, name STRING, n LONG").coalesce(1).write.mode("overwrite").json(
+    rows = [(name, int(n)) for name, n in counts.items()] or [("", 0)]
+    # (the kind is the directory's: read back as a partition column)
+    spark.createDataFrame(rows, "name STRING, n LONG").coalesce(1).write.mode("overwrite").json(
         f"{where}/{COUNTS}/batch={batch_id}/kind={kind}"
     )
 

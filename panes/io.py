@@ -7,6 +7,7 @@ exactly-once."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pyspark
@@ -76,7 +77,8 @@ def kafka_missing(field: str) -> SpecError:
 
 
 def _connector_missing(e: Exception) -> bool:
-    return "DATA_SOURCE_NOT_FOUND" in str(e) or "Failed to find the data source: kafka" in str(e)
+    # (Spark 4.0: "Failed to find data source: kafka"; 4.3: [KAFKA_DATA_SOURCE_NOT_ENABLED] before it)
+    return re.search(r"KAFKA_DATA_SOURCE_NOT_ENABLED|Failed to find (the )?data source: kafka\b", str(e)) is not None
 
 
 def _kafka_load(reader, src: SourceSpec) -> DataFrame:

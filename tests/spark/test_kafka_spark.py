@@ -47,7 +47,7 @@ def test_kafka_values_are_records_and_the_rest_dead_letters(spark):
     got = sorted((r["k"], r["window_start"].isoformat(), r["s"]) for r in result.panes.collect())
     assert got == [("a", "1970-01-01T00:00:00", 5), ("b", "1970-01-01T00:00:05", 4)]
     dead = sorted((r["reason"], r["record"]) for r in result.dead_letters.collect())
-    assert dead == [("malformed", "not json"), ("malformed", '{"k": "b", "t": "soon", "v": 1}')]
+    assert dead == [("invalid_event_time", '{"k": "b", "t": "soon", "v": 1}'), ("malformed", "not json")]
 
 
 def test_panes_are_the_kafka_sinks_json_values(spark):
