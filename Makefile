@@ -54,7 +54,8 @@ test-remote: setup
 PYSPARK_LOW  ?= 4.0.1
 COMPAT_VENV  := .venv-pyspark-$(PYSPARK_LOW)
 COMPAT_TESTS ?= tests/core tests/examples tests/properties tests/spark/test_replay_parity.py \
-                tests/spark/test_runner.py tests/spark/test_batch.py tests/spark/test_combine_fn.py
+                tests/spark/test_runner.py tests/spark/test_batch.py tests/spark/test_combine_fn.py \
+                tests/spark/test_bad_input_spark.py tests/spark/test_kafka_spark.py
 
 $(COMPAT_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(COMPAT_VENV)
