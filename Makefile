@@ -9,7 +9,7 @@ SHELL  := /bin/bash
 # PySpark's transformWithState driver worker prints its own start-up chatter: keep the demo readable
 QUIET  := grep --line-buffered -v -e 'TransformWithStateInPandas Python worker' -e '^$$'
 
-.PHONY: setup java demo demo-batch test test-remote test-core lint format conformance clean-conformance chaos bench bench-quick clean
+.PHONY: setup java demo demo-batch test test-remote test-compat test-core lint format conformance clean-conformance chaos bench bench-quick clean
 
 setup: java $(VENV)/.installed
 
@@ -32,16 +32,46 @@ demo: setup
 demo-batch: setup
 	set -o pipefail; cd examples/traffic && ../../$(VENV)/bin/panes run pipeline.yaml --mode batch 2>&1 | $(QUIET)
 
-# the lint first (a minute): a finding fails the target before the tests run
+# the lint first (a minute: a finding fails the target before the tests run), the suite, then
+# tests/remote's bounded slice (remote_quick: panes run --remote on a Spark Connect server, a replay
+# on a standalone cluster, both plans), in a pytest run of its own so that its servers start once
+# and stop before the target ends
 test: lint
 	$(PY) -m pytest -q -p no:cacheprovider -m "not remote"; rc=$$?; \
-	  if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; exit $$rc
+	  if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; \
+	  $(PY) -m pytest -q -p no:cacheprovider -m "remote and remote_quick" tests/remote || rc=1; \
+	  exit $$rc
 
-# tests/remote: each test session starts its own Spark Connect server and standalone cluster (a
-# master and two workers) from the pyspark package's scripts, and stops them (about 10 minutes on
-# 2 busy cores; CI runs it after make test)
+# tests/remote whole: a Spark Connect server and a standalone cluster (a master and two workers),
+# started once per test session from the pyspark package's own scripts, and stopped (10-20 minutes
+# on 2 busy cores)
 test-remote: setup
 	$(PY) -m pytest -q -p no:cacheprovider -m remote tests/remote
+
+# the lowest and the highest PySpark of the supported range (pyproject.toml): the lowest in a venv of
+# its own (.venv-pyspark-LOW), the highest is .venv's. COMPAT_TESTS: the core tests and a slice on
+# Spark by default (the whole suite: make test-compat COMPAT_TESTS=tests); the README says which
+# features need which version
+PYSPARK_LOW  ?= 4.0.1
+COMPAT_VENV  := .venv-pyspark-$(PYSPARK_LOW)
+COMPAT_TESTS ?= tests/core tests/examples tests/properties tests/spark/test_replay_parity.py \
+                tests/spark/test_runner.py tests/spark/test_batch.py tests/spark/test_combine_fn.py \
+                tests/spark/test_bad_input_spark.py tests/spark/test_kafka_spark.py
+
+$(COMPAT_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_VENV)/bin/python -m pip install -q --upgrade pip
+	$(COMPAT_VENV)/bin/python -m pip install -q -e '.[test]' 'pyspark[sql,connect]==$(PYSPARK_LOW)'
+	touch $@
+
+test-compat: setup $(COMPAT_VENV)/.installed
+	@rc=0; \
+	  echo "== PySpark $$($(COMPAT_VENV)/bin/python -c 'import pyspark; print(pyspark.__version__)')"; \
+	  PYSPARK_PYTHON=$(CURDIR)/$(COMPAT_VENV)/bin/python $(COMPAT_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+	    -m "not remote" $(COMPAT_TESTS) || rc=1; \
+	  echo "== PySpark $$($(PY) -c 'import pyspark; print(pyspark.__version__)')"; \
+	  $(PY) -m pytest -q -p no:cacheprovider -m "not remote" $(COMPAT_TESTS) || rc=1; \
+	  exit $$rc
 
 test-core: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/core

@@ -222,6 +222,12 @@ def replay(scenario: str, engine: str, dead_letter: str | None, plot: str | None
 @main.command(help="Run a pipeline spec: source -> windows -> sink (stream or batch).")
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--master", default=None, help="Spark master URL (default: the spec's, else local[2]).")
+@click.option(
+    "--remote",
+    default=None,
+    metavar="sc://HOST:PORT",
+    help="A Spark Connect server to run on (instead of a master; as spark.remote, or SPARK_REMOTE).",
+)
 @click.option("--mode", type=click.Choice(["stream", "batch"]), default=None, help="Override the spec's mode.")
 @click.option(
     "--stdout",
@@ -245,15 +251,30 @@ def replay(scenario: str, engine: str, dead_letter: str | None, plot: str | None
 )
 @command
 def run(
-    spec: str, master: str | None, mode: str | None, to_stdout: bool, end_input: bool, quiet: bool, report: str | None
+    spec: str,
+    master: str | None,
+    remote: str | None,
+    mode: str | None,
+    to_stdout: bool,
+    end_input: bool,
+    quiet: bool,
+    report: str | None,
 ) -> None:
     from .preflight import check_run
     from .spec import load_document, load_run_spec
     from .stage_spec import is_stages_document, load_stages_run_spec
 
+    if master and remote:
+        raise SpecError("--remote", "a run names a master (--master) or a Spark Connect server (--remote), not both")
+    if remote and not remote.startswith("sc://"):
+        raise SpecError("--remote", f"a Spark Connect URL is sc://HOST:PORT, not {remote!r}")
     if report and not Path(report).absolute().parent.is_dir():
         raise SpecError("--report", f"cannot write {report}: no such directory")
     if is_stages_document(load_document(spec)):
+        if remote:
+            raise SpecError(
+                "--remote", "multi-stage pipelines are not supported on Spark Connect: run them on a master"
+            )
         if report:
             raise SpecError("--report", "a multi-stage run has no page yet (single-stage specs only)")
         from .stage_runner import run_stages_command
@@ -274,7 +295,12 @@ def run(
     errors += checkpoint_problems(s, s.spark.end_input)
     if errors:
         raise SpecError.of(errors)
-    run_spec(s, master=master, progress=not quiet, report_path=report)
+    from .spark.connect import ConnectRefusal
+
+    try:
+        run_spec(s, master=master, progress=not quiet, remote=remote, report_path=report)
+    except ConnectRefusal as e:
+        raise SpecError("spark.remote", str(e)) from None
 
 
 @main.command(help="List the open windows of a stream's checkpoint: aggregates now, watermark, pending records.")

@@ -1,12 +1,16 @@
 """Sources and sinks named in a spec. Files (JSON lines, CSV, Parquet; a streaming source picks up
-new files as they arrive), Kafka where the connector is on the classpath, console, a Python
-callback. File sinks write each micro-batch to its own ``batch=<id>`` directory, overwriting it on a
-replay after a restart, so a restarted query's output is exactly-once."""
+new files as they arrive), Kafka where Spark's Kafka connector is on the classpath (``KAFKA_PACKAGE``;
+a Kafka record's value is one JSON record of ``source.schema``, a pane is written as one JSON
+value), console, a Python callback. File sinks write each micro-batch to its own ``batch=<id>``
+directory, overwriting it on a replay after a restart, so a restarted query's output is
+exactly-once."""
 
 from __future__ import annotations
 
+import re
 import sys
 
+import pyspark
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
@@ -18,6 +22,8 @@ from .spec import SinkSpec, SourceSpec, SpecError
 
 #: how every text output (JSON, CSV, the console, stdout) writes an instant: ISO-8601 UTC, ms, Z
 TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
+#: the ``--packages`` coordinate of Spark's Kafka connector for this PySpark (not in its jars)
+KAFKA_PACKAGE = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"
 
 
 def _reader(reader, src: SourceSpec):
@@ -38,7 +44,7 @@ def read_batch(spark: SparkSession, src: SourceSpec) -> DataFrame:
     if src.format in ("json", "csv", "parquet"):
         return getattr(_reader(spark.read, src), src.format)(src.path)
     if src.format == "kafka":
-        return _reader(spark.read.format("kafka"), src).load()
+        return kafka_records(_kafka_load(spark.read, src), src)
     raise ValueError(f"source.format: {src.format} cannot be read as a batch")
 
 
@@ -55,10 +61,62 @@ def read_stream(spark: SparkSession, src: SourceSpec) -> DataFrame:
             opts.setdefault("header", "true")
         return getattr(spark.readStream.schema(schema).options(**opts), src.format)(src.path)
     if src.format == "kafka":
-        return _reader(spark.readStream.format("kafka"), src).load()
+        return kafka_records(_kafka_load(spark.readStream, src), src)
     if src.format == "rate":
         return _reader(spark.readStream.format("rate"), src).load()
     raise ValueError(f"source.format: {src.format} cannot be read as a stream")
+
+
+def kafka_missing(field: str) -> SpecError:
+    """Spark has no Kafka connector: what to start it with."""
+    return SpecError(
+        field,
+        f"kafka needs Spark's Kafka connector, which is not on this Spark's classpath: start Spark with "
+        f"--packages {KAFKA_PACKAGE} (spark.jars.packages)",
+    )
+
+
+def _connector_missing(e: Exception) -> bool:
+    # (Spark 4.0: "Failed to find data source: kafka"; 4.3: [KAFKA_DATA_SOURCE_NOT_ENABLED] before it)
+    return re.search(r"KAFKA_DATA_SOURCE_NOT_ENABLED|Failed to find (the )?data source: kafka\b", str(e)) is not None
+
+
+def _kafka_load(reader, src: SourceSpec) -> DataFrame:
+    """The Kafka source's rows (key, value, topic, partition, offset, timestamp, ...)."""
+    try:
+        raw = reader.format("kafka").options(**_options(src)).load()
+        _ = raw.schema  # (a Connect session analyses the plan only when asked)
+    except Exception as e:
+        if _connector_missing(e):
+            raise kafka_missing("source.format") from None
+        raise
+    return raw
+
+
+def kafka_records(raw: DataFrame, src: SourceSpec) -> DataFrame:
+    """Kafka's rows as records of ``source.schema``: each value, as UTF-8 text, is one JSON record
+    (``json_records``: a value that is not one, or does not fit the schema, is a dead letter with
+    its text)."""
+    values = raw.select(F.col("value").cast("string").alias("value"))
+    return json_records(values, f"{src.schema_}, `{RAW}` STRING", src.model_copy(update={"options": {}}))
+
+
+def check_kafka_sinks(spark: SparkSession, *sinks: SinkSpec | None) -> None:
+    """A Kafka sink needs the connector: said before the query starts (its first write would fail
+    inside the query)."""
+    for field, sink in zip(("sink", "dead_letter"), sinks):
+        if sink is None or sink.format != "kafka":
+            continue
+        try:
+            _ = spark.read.format("kafka").load().schema
+        except Exception as e:  # (with the connector: a missing subscribe option; without: none)
+            if _connector_missing(e):
+                raise kafka_missing(f"{field}.format") from None
+
+
+def kafka_frame(df: DataFrame) -> DataFrame:
+    """Rows as a Kafka sink's records: each row one JSON ``value`` (``for_output``'s text forms)."""
+    return for_output(df).selectExpr("to_json(struct(*)) AS value")
 
 
 def _options(src: SourceSpec) -> dict[str, str]:
@@ -115,7 +173,7 @@ def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, titl
     """Write one DataFrame (a micro-batch, or a whole batch result) to a sink. Text outputs get
     instants in ``TIMESTAMP_FORMAT`` and no NaN or infinity (null instead: JSON has neither)."""
     fmt = sink.format
-    if fmt in ("json", "csv", "console", "kafka", "stdout"):
+    if fmt in ("json", "csv", "console", "stdout"):
         df = for_output(df)
     if fmt == "stdout":
         for row in df.toLocalIterator():
@@ -136,9 +194,7 @@ def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, titl
     elif fmt == "callback":
         load_callback(sink.callback or "")(df, batch_id)
     elif fmt == "kafka":
-        df.selectExpr("to_json(struct(*)) AS value").write.format("kafka").options(
-            **{k: str(v) for k, v in sink.options.items()}
-        ).save()
+        kafka_frame(df).write.format("kafka").options(**{k: str(v) for k, v in sink.options.items()}).save()
     elif fmt == "memory":
         df.createOrReplaceTempView(sink.options.get("name", "panes_output"))
     else:

@@ -25,15 +25,17 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from . import checkpoint as ck
+from .connect_sinks import ConnectSinks, with_absolute_paths
 from .core.accounting import Accounting
 from .core.records import unit_warning
 from .core.rules import Reason
 from .core.time import END_OF_INPUT, parse_instant, unit_hint
-from .io import read_batch, read_stream, write_batch
+from .io import check_kafka_sinks, read_batch, read_stream, write_batch
 from .preflight import check_columns
 from .report import BatchRow, write_report
 from .spark import metrics
 from .spark.columns import SPARK_END_MS
+from .spark.connect import check_stream
 from .spark.planner import window_batch, window_stream
 from .spark.results import NativeStreamResult
 from .spark.session import get_spark, is_connect
@@ -68,19 +70,33 @@ def run_spec(
     spark=None,
     end_input: bool | None = None,
     report_path: str | None = None,
+    remote: str | None = None,
 ) -> dict:
     """Run a validated spec. Returns the counts: panes, dead letters, batches, and the accounting
     (``records_in``, ``counted``, ...). ``end_input`` (default: the spec's ``spark.end_input``);
-    ``report_path``: write the run's page there (``panes.report``)."""
+    ``master`` or ``remote`` (a Spark Connect URL) before the spec's; ``report_path``: write the
+    run's page there (``panes.report``)."""
     end_input = spec.spark.end_input if end_input is None else end_input
     errors = checkpoint_problems(spec, end_input)
     if errors:
         raise SpecError.of(errors)
-    spark = spark or get_spark(master or spec.spark.master, spec.spark.shuffle_partitions, spec.spark.conf)
+    spark = spark or session_for(spec, master, remote)
+    if is_connect(spark):  # (the server resolves the paths: relative ones would be its own directory's)
+        spec = with_absolute_paths(spec)
+    check_kafka_sinks(spark, spec.sink, spec.dead_letter)
     report = Report(progress, report_path)
     if spec.mode == "batch":
         return _run_batch(spark, spec, report)
     return StreamRun(spark, spec, report, end_input).run()
+
+
+def session_for(spec: RunSpec | Any, master: str | None = None, remote: str | None = None):
+    """The session a run asks for: ``master`` or ``remote`` (the command line's), else the spec's
+    ``spark.master`` or ``spark.remote``, else ``SPARK_REMOTE``, else ``PANES_MASTER`` (``get_spark``)."""
+    s = spec.spark
+    if master or remote:
+        return get_spark(master, s.shuffle_partitions, s.conf, remote=remote)
+    return get_spark(s.master, s.shuffle_partitions, s.conf, remote=getattr(s, "remote", None))
 
 
 def _run_batch(spark, spec: RunSpec, report: Report) -> dict:
@@ -161,6 +177,12 @@ class StreamRun:
         self.received: dict[int, dict] = {}
         self.events: queue.Queue = queue.Queue()
         self.history: list[BatchRow] = []  # each micro-batch reported, for the run's page
+        #: on Spark Connect the callbacks run on the server: what they received comes back through Spark
+        self.connect_sinks = (
+            ConnectSinks(spec.sink, self.dead_sink, str(Path(self.checkpoint, ck.PANES_DIR, "sinks").resolve()))
+            if is_connect(spark)
+            else None
+        )
 
     # -- the run -------------------------------------------------------------------------------------
 
@@ -176,6 +198,8 @@ class StreamRun:
         df = read_stream(self.spark, spec.source)
         _check_source_columns(spec, df.columns)
         self.control_dir.mkdir(parents=True, exist_ok=True)
+        # (on Spark Connect the server reads the control files this process writes)
+        check_stream(self.spark, self.plan, self.checkpoint, (str(self.control_dir.resolve()),))
         # a control stream beside the source: panes writes watermark records there to end the input
         control = self.spark.readStream.schema(f"{CONTROL} LONG").json(str(self.control_dir))
         df = df.unionByName(control, allowMissingColumns=True)
@@ -213,8 +237,11 @@ class StreamRun:
             trigger = {"availableNow": True}
         elif self.spec.spark.trigger_interval:
             trigger = {"processingTime": f"{self.spec.spark.trigger_interval} milliseconds"}
+        on_panes, on_dead_letters = (
+            self.connect_sinks.callbacks() if self.connect_sinks else (self._on_panes, self._on_dead_letters)
+        )
         return self.result.write_stream(
-            self._on_panes, self._on_dead_letters, self.checkpoint, query_name=self.spec.name or "panes", **trigger
+            on_panes, on_dead_letters, self.checkpoint, query_name=self.spec.name or "panes", **trigger
         )
 
     def _pass(self, bounded: bool) -> bool:
@@ -357,7 +384,11 @@ class StreamRun:
         self, batch_id: int, observed: dict, ms: float, wm: str | None = None, at_ms: int | None = None
     ) -> None:
         """A micro-batch's counts added to the run's, and its progress line."""
-        got = self.received.pop(batch_id, {"panes": 0, "reasons": Counter()})
+        got = (
+            self.connect_sinks.received(self.spark, batch_id)
+            if self.connect_sinks
+            else self.received.pop(batch_id, {"panes": 0, "reasons": Counter()})
+        )
         counts = batch_accounting(observed, got["reasons"])
         self.totals.add(counts)
         self.batches += 1

@@ -145,6 +145,10 @@ class SourceSpec(_Model):
     def _need_path(self):
         if self.format in ("json", "csv", "parquet") and not self.path:
             raise ValueError(f"a {self.format} source needs a path")
+        if self.format == "kafka":
+            _kafka_options(self.options, ("subscribe", "subscribePattern", "assign"), "source")
+            if not self.schema_:
+                raise ValueError("a kafka source needs a schema: each Kafka value is one JSON record of it")
         return self
 
 
@@ -160,7 +164,17 @@ class SinkSpec(_Model):
             raise ValueError(f"a {self.format} sink needs a path")
         if self.format == "callback" and not self.callback:
             raise ValueError("a callback sink needs callback: 'module:function'")
+        if self.format == "kafka":
+            _kafka_options(self.options, ("topic",), "sink")
         return self
+
+
+def _kafka_options(options: dict, one_of: tuple[str, ...], what: str) -> None:
+    """Spark's Kafka source and sink options that cannot be left out."""
+    if "kafka.bootstrap.servers" not in options:
+        raise ValueError(f"a kafka {what} needs options: {{kafka.bootstrap.servers: HOST:PORT}}")
+    if not any(k in options for k in one_of):
+        raise ValueError(f"a kafka {what} needs options.{' or options.'.join(one_of)}")
 
 
 class SparkSpec(_Model):

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from servers import ConnectServer, ServerError, StandaloneCluster, java_home
+from servers import WORKER_START, ConnectServer, ServerError, StandaloneCluster, java_home, worker_start_timed_out
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = float(os.environ.get("PANES_TEST_SERVER_TIMEOUT", "240"))
@@ -92,30 +92,10 @@ def run_driver():
     driver fails the test with its output."""
 
     def run(script: Path, *args: str, env: dict | None = None, timeout: float = 900) -> object:
-        full = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([PYTHONPATH, os.environ.get("PYTHONPATH", "")]),
-            "TZ": "UTC",
-            "PANES_DRIVER_MEMORY": "1g",
-            **(env or {}),
-        }
-        for k in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
-            full.pop(k, None)
-        try:
-            done = subprocess.run(
-                [sys.executable, str(script), *args],
-                env=full,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                cwd=ROOT,
-            )
-        except subprocess.TimeoutExpired as e:
-            pytest.fail(
-                f"driver {script.name} {' '.join(args)} ran over {timeout} s; its output:\n"
-                f"{_tail(e.stdout)}\n{_tail(e.stderr)}",
-                pytrace=False,
-            )
+        done = _drive(script, args, env, timeout)
+        if done.returncode != 0 and worker_start_timed_out(done.stdout + done.stderr):
+            sys.stderr.write(f"\n{script.name}: {WORKER_START}: run again\n")
+            done = _drive(script, args, env, timeout)
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines:
             pytest.fail(
@@ -126,6 +106,33 @@ def run_driver():
         return json.loads(lines[-1])
 
     return run
+
+
+def _drive(script: Path, args: tuple, env: dict | None, timeout: float) -> subprocess.CompletedProcess:
+    full = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([PYTHONPATH, os.environ.get("PYTHONPATH", "")]),
+        "TZ": "UTC",
+        "PANES_DRIVER_MEMORY": "1g",
+        **(env or {}),
+    }
+    for k in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
+        full.pop(k, None)
+    try:
+        return subprocess.run(
+            [sys.executable, str(script), *args],
+            env=full,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+        )
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(
+            f"driver {script.name} {' '.join(args)} ran over {timeout} s; its output:\n"
+            f"{_tail(e.stdout)}\n{_tail(e.stderr)}",
+            pytrace=False,
+        )
 
 
 def _tail(text, lines: int = 60) -> str:

@@ -77,6 +77,15 @@ CLUSTER_APP_CONF = {
 }
 CONNECT_STARTED = re.compile(r"Spark Connect server started at: \S+?:(\d+)")
 
+#: Spark waits 10 s (a constant of its PythonWorkerFactory) for a Python worker it starts to connect
+#: back: on an overloaded machine (load 40 on 2 cores) one may start slower, and the query fails with
+#: this; the tests run such a driver once more
+WORKER_START = "Python worker failed to connect back"
+
+
+def worker_start_timed_out(output: str) -> bool:
+    return WORKER_START in output
+
 
 def spark_home() -> Path:
     """The pyspark package directory: it holds bin/, sbin/ and jars/ (the spark-connect jar too)."""

@@ -20,6 +20,7 @@ from pyspark.sql import types as ST
 from ...core.stages import StageGraph
 from ...core.triggers import Never
 from ..columns import CLOCK, DETAIL, INVALID, PUNCT, SPARK_END_MS, TS
+from ..connect import ConnectRefusal, is_connect
 from .buckets import HIDDEN, KIND, ROW
 from .schema import DEAD_LETTERS, pane_schema, typed
 from .stream import StagesStream
@@ -94,6 +95,11 @@ class StagesResult:
         where its input records went (``core.stages.accounts.GraphAccounting``)."""
         if self.source is None:
             raise ValueError("write_stream is for streaming inputs; read .panes and .dead_letters")
+        if is_connect(self.source.sparkSession):
+            raise ConnectRefusal(
+                "Spark Connect cannot run this stream: multi-stage pipelines are not supported on Spark Connect: "
+                "run them on a master"
+            )
         plan = StagesStream(
             self.graph, self.schemas, checkpoint, self.buckets, scripted_clock, account=on_accounting is not None
         )

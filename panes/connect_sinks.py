@@ -1,0 +1,117 @@
+"""The sinks of a ``panes run`` on a Spark Connect session.
+
+There, the query's callbacks run in the server's ``foreachBatch`` worker, pickled, on a copy of
+what they close over: what they count stays on the server, and what they print goes to the server's
+log. So each callback writes, with Spark, what the run reports (the panes' count, the dead letters
+by reason) under ``<checkpoint>/panes/sinks``, and for a sink that prints (``console``, ``stdout``)
+the micro-batch's rows too; this process reads them back, through Spark, when the micro-batch's
+progress event arrives, and prints them here. File and Kafka sinks are written by the server as on
+a classic session.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .io import write_batch
+from .preflight import local_path
+from .spec import RunSpec, SinkSpec
+
+#: the sinks whose output is printed: this process prints them (else the server's log would)
+PRINTED = ("console", "stdout")
+COUNTS = "counts"
+
+
+def absolute(path: str | None) -> str | None:
+    """A local path as the server must see it: absolute (a relative one would be the server's
+    working directory's); another file system's URI as it is."""
+    if path is None or local_path(path) is None:
+        return path
+    return str(Path(local_path(path) or path).resolve())
+
+
+def with_absolute_paths(spec: RunSpec) -> RunSpec:
+    """``spec`` with its source, sinks and checkpoint as absolute paths (``absolute``)."""
+    out = spec.model_copy(deep=True)
+    out.source.path = absolute(out.source.path)
+    for sink in (out.sink, out.dead_letter):
+        if sink is not None:
+            sink.path = absolute(sink.path)
+    out.checkpoint = absolute(out.checkpoint)
+    return out
+
+
+def _deliver(df, sink: SinkSpec, batch_id: int, where: str) -> None:
+    if sink.format in PRINTED:
+        df.write.mode("overwrite").parquet(f"{where}/batch={batch_id}")
+    else:
+        write_batch(df, sink, batch_id)
+
+
+def _count(spark, where: str, batch_id: int, kind: str, counts: dict[str, int]) -> None:
+    rows = [(name, int(n)) for name, n in counts.items()] or [("", 0)]
+    # (the kind is the directory's: read back as a partition column)
+    spark.createDataFrame(rows, "name STRING, n LONG").coalesce(1).write.mode("overwrite").json(
+        f"{where}/{COUNTS}/batch={batch_id}/kind={kind}"
+    )
+
+
+@dataclass(frozen=True)
+class ConnectSinks:
+    """A run's sinks on Spark Connect: ``callbacks()`` for ``write_stream`` (they close over only
+    this object, which pickles), ``received(spark, batch_id)`` for the progress line."""
+
+    sink: SinkSpec
+    dead_sink: SinkSpec
+    where: str  # the directory the callbacks write under (the server's path)
+
+    def callbacks(self):
+        sink, dead_sink, where = self.sink, self.dead_sink, self.where
+
+        def on_panes(df, batch_id: int) -> None:
+            df = df.cache()
+            n = df.count()
+            if n:
+                _deliver(df, sink, batch_id, f"{where}/panes")
+            _count(df.sparkSession, where, batch_id, "panes", {"panes": n})
+            df.unpersist()
+
+        def on_dead_letters(df, batch_id: int) -> None:
+            df = df.cache()
+            reasons = {r["reason"]: r["count"] for r in df.groupBy("reason").count().collect()}
+            if reasons:
+                _deliver(df, dead_sink, batch_id, f"{where}/dead")
+            _count(df.sparkSession, where, batch_id, "dead", reasons)
+            df.unpersist()
+
+        return on_panes, on_dead_letters
+
+    def received(self, spark, batch_id: int) -> dict:
+        """What the callbacks of micro-batch ``batch_id`` received (``{"panes": n, "reasons":
+        Counter}``); their printed sinks' rows printed here."""
+        got: dict = {"panes": 0, "reasons": Counter()}
+        for r in _read(spark, "json", f"{self.where}/{COUNTS}/batch={batch_id}"):
+            if r["kind"] == "panes":
+                got["panes"] = int(r["n"])
+            elif r["n"]:
+                got["reasons"][r["name"]] = int(r["n"])
+        for kind, sink, title in (("dead", self.dead_sink, "dead letters"), ("panes", self.sink, "panes")):
+            n = got["panes"] if kind == "panes" else sum(got["reasons"].values())
+            if sink.format in PRINTED and n:
+                rows = spark.read.parquet(f"{self.where}/{kind}/batch={batch_id}")
+                write_batch(rows, sink, batch_id, title=f"{title} (batch {batch_id})")
+        return got
+
+
+def _read(spark, fmt: str, path: str) -> list:
+    """The rows of a table the callbacks wrote; none when they wrote none."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return getattr(spark.read, fmt)(path).collect()
+    except AnalysisException as e:
+        if "PATH_NOT_FOUND" in str(e):
+            return []
+        raise
