@@ -118,7 +118,8 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
         if q.exception():
             raise RuntimeError(str(q.exception()))
         # (the stateful plan with allowed lateness: its provisional panes decided, as write_stream does)
-        stateful = isinstance(result, StatefulStreamResult) and p.allowed_lateness > 0
+        # (a window pipeline's: settled before its SQL ran, in the callback)
+        stateful = isinstance(result, StatefulStreamResult) and p.allowed_lateness > 0 and p.window_pipeline is None
         return _collect(collected.read(spark), p, OutputWatermarks(p) if stateful else None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -126,11 +127,14 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
 
 def _stateful_collector(batches: dict, result: StatefulStreamResult):
     """A foreachBatch function that keeps a window pipeline's rows of each micro-batch: its panes
-    as their rows (its SQL run over the micro-batch's panes), with their order."""
+    as their rows (its SQL run over the micro-batch's panes, their timings settled first, as
+    ``write_stream`` does), with their order."""
     p = result.pipeline
+    watermarks = OutputWatermarks(p) if p.allowed_lateness > 0 else None
 
     def collect_tables(df, batch_id):
-        df = df.cache()
+        cached = df.cache()
+        df = cached if watermarks is None else watermarks.settle(cached)
         rows = [r.asDict(recursive=True) for r in df.filter(F.col(KIND) == "D").collect()]
         failed = None
         if is_sql(p):
@@ -141,7 +145,7 @@ def _stateful_collector(batches: dict, result: StatefulStreamResult):
         if failed is not None:  # after the engine's dead letters of the micro-batch
             rows += [_letter_of(r.asDict(recursive=True), i) for i, r in enumerate(failed.collect())]
         batches[batch_id] = rows
-        df.unpersist()
+        cached.unpersist()
 
     return collect_tables
 

@@ -459,19 +459,31 @@ class OutputWatermarks:
 
     def decide(self, rows: list[dict]) -> list[dict]:
         """A micro-batch's output rows (dicts of the processor's output columns): the reports
-        taken in and left out, the provisional panes' timings decided (an empty LATE one left out)."""
+        taken in and left out, the provisional panes' timings decided (an empty LATE one left out).
+        A table-valued pane (a window pipeline's) is several rows with one pane id: decided once."""
         self.stage.bundle(PartReport(r[PART], r[PART_WATERMARK], tuple(r[PART_HOLDS])) for r in rows if r[KIND] == "H")
         out = []
+        decided: dict[int, str | None] = {}  # a table pane's id -> its timing
         for r in sorted((r for r in rows if r[KIND] != "H"), key=lambda r: (r[PHASE], r[ORDER])):
             if r[KIND] == "P" and r.get(PROVISIONAL):
-                end = MAX_TIME if r["window_end"] is None else r["window_end"]
-                pane = (tuple(r[k] for k in self.key), r["window_start"], r["window_end"], r["pane_index"])
-                timing = self.stage.timing(r[PROVISIONAL], r["timing"], r[PHASE], end, pane, r["retraction"])
+                pane_id = r.get(PANE_ID)
+                if pane_id is None or pane_id not in decided:
+                    timing = self._timing(r)
+                    if pane_id is not None:
+                        decided[pane_id] = timing
+                else:
+                    timing = decided[pane_id]
                 if timing is None:
                     continue
                 r = {**r, "timing": timing, PROVISIONAL: 0}
             out.append(r)
         return out
+
+    def _timing(self, r: dict) -> str | None:
+        """A provisional pane's timing, from its (first) row."""
+        end = MAX_TIME if r["window_end"] is None else r["window_end"]
+        pane = (tuple(r[k] for k in self.key), r["window_start"], r["window_end"], r["pane_index"])
+        return self.stage.timing(r[PROVISIONAL], r["timing"], r[PHASE], end, pane, r["retraction"])
 
     def settle(self, batch: DataFrame) -> DataFrame:
         """A cached micro-batch's output with its provisional panes decided: they and the reports
