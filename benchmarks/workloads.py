@@ -341,6 +341,9 @@ class Bench:
     stage2: Callable | None = None
     out_key: list[str] | None = None
     plan: str = "auto"  # panes.window(..., plan=): "auto", or force "stateful"
+    #: the final panes are the ON_TIME ones (allowed lateness on in-order data: the window's last
+    #: pane is at garbage collection, not emitted when empty)
+    final_on_time: bool = False
 
     def __post_init__(self):
         self.group = self.group or self.name
@@ -376,11 +379,17 @@ def benchmarks(keys_list=(1_000, 10_000, 100_000)) -> list[Bench]:
         )
         if keys == 10_000:
             early = dict(spec, trigger={"after_watermark": {"early": {"count": 1}}})
+            lateness = dict(early, allowed_lateness="1 minute")
+            # (the output watermark's cost: allowed lateness makes pane timing hang on every key's
+            # holds; on the stateful plan each bucket reports them and the driver decides)
             variants = (
-                ("early_firings", early, "accumulating"),
-                ("retracting", dict(early, accumulation="retracting"), "retracting"),
+                ("early_firings", early, "accumulating", "auto"),
+                ("retracting", dict(early, accumulation="retracting"), "retracting", "auto"),
+                ("lateness", lateness, "accumulating, allowed lateness 1 min", "auto"),
+                ("stateful", early, "accumulating, stateful plan", "stateful"),
+                ("stateful_late", lateness, "allowed lateness 1 min, stateful plan", "stateful"),
             )
-            for suffix, variant, accumulation in variants:
+            for suffix, variant, what, plan in variants:
                 out.append(
                     Bench(
                         f"{label}_stream_{suffix}",
@@ -392,7 +401,9 @@ def benchmarks(keys_list=(1_000, 10_000, 100_000)) -> list[Bench]:
                         {"window": by_window(ev_key, ev_ts, MINUTE, delay="0 seconds")},
                         group=f"{label}_stream",
                         final_only=True,
-                        what=f"early firings {{count: 1}}, {accumulation}, vs plain default trigger",
+                        what=f"early firings {{count: 1}}, {what}, vs plain default trigger",
+                        plan=plan,
+                        final_on_time="allowed_lateness" in variant,
                     )
                 )
         out.append(

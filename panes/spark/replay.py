@@ -166,7 +166,7 @@ def _stateful_collector(batches: dict, result: StatefulStreamResult):
         if failed is not None:  # after the engine's dead letters of the micro-batch
             rows += [_letter_of(r.asDict(recursive=True), i) for i, r in enumerate(failed.collect())]
         batches[batch_id] = rows
-        df.unpersist()
+        cached.unpersist()
 
     return collect_tables
 

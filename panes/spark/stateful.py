@@ -458,7 +458,8 @@ class OutputWatermarks:
 
     def decide(self, rows: list[dict]) -> list[dict]:
         """A micro-batch's output rows (dicts of the processor's output columns): the reports
-        taken in and left out, the provisional panes' timings decided (an empty LATE one left out)."""
+        taken in and left out, the provisional panes' timings decided (an empty LATE one left out).
+        A table-valued pane (a window pipeline's) is several rows with one pane id: decided once."""
         self.stage.bundle(PartReport(r[PART], r[PART_WATERMARK], tuple(r[PART_HOLDS])) for r in rows if r[KIND] == "H")
         out = []
         # a window pipeline's pane is several rows (one ``PANE_ID``): decided once, for all of them

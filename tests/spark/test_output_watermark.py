@@ -13,6 +13,8 @@ import panes
 from panes.core.engine.parts import StageWatermarks
 from panes.scenario import load_scenario, replay_core
 from panes.spark.replay import replay_spark
+from panes.spark.stateful import KIND, ORDER, PART, PART_HOLDS, PART_WATERMARK, PHASE, PROVISIONAL, OutputWatermarks
+from panes.spark.window_pipeline import PANE_ID
 
 pytestmark = pytest.mark.spark
 
@@ -104,3 +106,57 @@ def test_write_stream_decides_the_provisional_panes(spark, tmp_path, monkeypatch
     k0 = [(r["timing"], r["pane_index"], r["s"]) for r in seen if r["k"] == "k0"]
     assert k0 == [("ON_TIME", 0, 5)]
     assert "ON_TIME" in decisions
+
+
+def test_a_provisional_table_pane_and_its_retraction_are_decided_once_each(spark):
+    # a window pipeline's pane is several rows: decided once, so every row of its retraction is LATE
+    # too (the retraction finds its pane's LATE decision once)
+    scenario = load_scenario(
+        {
+            "pipeline": {
+                "event_time": "t",
+                "key": "k",
+                "window": {"tumbling": {"size": 10_000}},
+                "allowed_lateness": 600_000,
+                "watermark": {"punctuation": True},
+                "trigger": {"repeatedly": {"after_count": 2}},
+                "accumulation": "retracting",
+                "window_pipeline": {"sql": "SELECT v FROM rows"},
+            },
+            "timeline": [
+                {"watermark": 30_000},
+                {"add": [{"k": "k0", "v": 1, "t": 12_000}, {"k": "k0", "v": 2, "t": 13_000}]},
+                {"add": [{"k": "k0", "v": 3, "t": 14_000}, {"k": "k0", "v": 4, "t": 15_000}]},
+                {"end": True},
+            ],
+        }
+    )
+    core = replay_core(scenario)
+    assert [(p["timing"], p["pane_index"], p["retraction"], p["v"]) for p in core.panes] == [
+        ("LATE", 0, False, 1),
+        ("LATE", 0, False, 2),
+        ("LATE", 0, True, 1),
+        ("LATE", 0, True, 2),
+        ("LATE", 1, False, 1),
+        ("LATE", 1, False, 2),
+        ("LATE", 1, False, 3),
+        ("LATE", 1, False, 4),
+    ]
+    assert replay_spark(scenario, buckets=8, spark=spark, plan="stateful").panes == core.panes
+
+
+def test_the_driver_decides_a_table_panes_rows_once():
+    # (no Spark session: the driver's decision over collected rows) a LATE pane of two rows, then
+    # its retraction of two rows: each row of both LATE, the retraction's decision found once
+    p = load_scenario({"pipeline": {**PIPELINE, "accumulation": "retracting"}, "timeline": []}).pipeline
+    decide = OutputWatermarks(p).decide
+    report = {KIND: "H", PART: 0, PART_WATERMARK: 30_000, PART_HOLDS: [10**12] * 4}
+
+    def pane(pane_id: int, retraction: bool, order: int) -> dict:
+        head = {"k": "k0", "window_start": 10_000, "window_end": 20_000, "pane_index": 0, "timing": "ON_TIME"}
+        return {KIND: "P", PHASE: 2, ORDER: order, PROVISIONAL: 1, PANE_ID: pane_id, "retraction": retraction, **head}
+
+    first = decide([report, pane(7, False, 0), pane(7, False, 0)])
+    again = decide([report, pane(8, True, 0), pane(8, True, 0)])
+    assert [r["timing"] for r in first + again] == ["LATE"] * 4
+    assert {r[PROVISIONAL] for r in first + again} == {0}
