@@ -153,9 +153,8 @@ def _stateful_collector(batches: dict, result: StatefulStreamResult):
     watermarks = OutputWatermarks(p) if p.allowed_lateness > 0 else None
 
     def collect_tables(df, batch_id):
-        df = df.cache()
-        if watermarks is not None:
-            df = watermarks.settle(df)
+        cached = df.cache()
+        df = cached if watermarks is None else watermarks.settle(cached)
         rows = [r.asDict(recursive=True) for r in df.filter(F.col(KIND) == "D").collect()]
         failed = None
         if is_sql(p):
