@@ -264,3 +264,41 @@ def test_a_micro_batch_run_again_reads_the_clock_it_first_had(tmp_path):
     assert StagesStream(graph, {}, str(tmp_path)).clock_of(3, replace(marks, clock=first + 5)) == first
     ahead = first + 10**9
     assert StagesStream(graph, {}, str(tmp_path)).clock_of(4, replace(marks, clock=ahead)) == ahead
+
+
+CROSS_BUCKET = {
+    "pipeline": {
+        "inputs": {"e": {"event_time": "t", "watermark": {"punctuation": True}}},
+        "stages": [
+            {
+                "name": "s",
+                "from": "e",
+                "key": "k",
+                "window": {"tumbling": {"size": 10000}},
+                "allowed_lateness": 600000,
+                "trigger": {"after_count": 2},
+                "accumulation": "discarding",
+                "aggregates": {"sum": {"sum": "v"}},
+            }
+        ],
+    },
+    "timeline": [
+        {"add": [{"k": "k1", "v": 1, "t": 5000}]},
+        {"watermark": 30000},
+        {"add": [{"k": "k0", "v": 2, "t": 12000}, {"k": "k0", "v": 3, "t": 13000}]},
+        {"end": True},
+    ],
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a bucket times its panes by its own windows' holds: k1's unfired window, in another bucket, "
+    "holds the stage's output watermark, so k0's pane is ON_TIME (the core), not LATE (the driver "
+    "does not yet decide such panes as the single-stage stateful plan does: core/engine/parts.py)",
+)
+def test_a_pane_kept_on_time_by_another_bucket_holds_is_on_time(spark):
+    scenario = load_stage_scenario(CROSS_BUCKET)
+    core = [(p["k"], p["timing"]) for p in replay_stages_core(scenario).panes]
+    assert core == [("k0", "ON_TIME"), ("k1", "ON_TIME")]
+    assert [(p["k"], p["timing"]) for p in replay_stages_spark(scenario, buckets=2, spark=spark).panes] == core

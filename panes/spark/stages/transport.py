@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ...core.stages import Input, input_pipeline
-from ..columns import CLOCK, DETAIL, INVALID, PUNCT, TS, record_json
+from ..columns import CLOCK, DETAIL, INVALID, MALFORMED, PUNCT, TS, record_json
 from ..planner import engine_columns
 
 INPUT = "__panes_input"  # the input a row came from
@@ -41,6 +41,11 @@ def input_rows(
     schema = df.schema
     cols, _ = engine_columns(schema, input_pipeline(inp), ingestion, control_wm, watermark=False)
     out = df.withColumns(cols)
+    record = record_json(record_columns(schema, inp))
+    if MALFORMED in schema.fieldNames():
+        # a line the reader could not make a record of keeps what it read, whatever its columns
+        read = [c for c in schema.fieldNames() if not c.startswith("__panes")]
+        record = F.when(F.col(MALFORMED).isNull(), record).otherwise(record_json(read))
     return out.select(
         F.lit(name).alias(INPUT),
         F.col(TS),
@@ -49,11 +54,7 @@ def input_rows(
         F.col(DETAIL),
         F.col(CLOCK).cast("long").alias(CLOCK),
         # (a control row is no record: it only moves the watermark)
-        (
-            record_json(record_columns(schema, inp))
-            if control_wm is None
-            else F.when(F.col(control_wm).isNull(), record_json(record_columns(schema, inp)))
-        ).alias(RECORD),
+        (record if control_wm is None else F.when(F.col(control_wm).isNull(), record)).alias(RECORD),
     )
 
 
