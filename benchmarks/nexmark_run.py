@@ -365,8 +365,10 @@ def main() -> int:
     runs = rounds(spark, prog, a, data, bids)
     figures, ok = {}, True
     for q in a.queries.split(","):
-        med = {s: statistics.median(r["seconds"] for r in runs.get((q, s), [])) for s in ("panes", "plain")}
         ok &= all(r["balanced"] for r in runs.get((q, "panes"), []))
+        if not runs.get((q, "panes")) or not runs.get((q, "plain")):
+            continue  # (one side only: no ratio)
+        med = {s: statistics.median(r["seconds"] for r in runs[(q, s)]) for s in ("panes", "plain")}
         figures[f"nexmark_{q}_run"] = {
             "events_per_s": round(bids / med["panes"]),
             "baseline_events_per_s": round(bids / med["plain"]),
