@@ -128,13 +128,20 @@ def test_state_answers_from_a_running_querys_checkpoint(spark, tmp_path, plan):
     assert not run.is_alive()
     assert counts["records_in"] == 7 and counts["counted"] == 7
     _the_runs_page(tmp_path / "run.html", counts)
-    # the command line: the same rows as JSON lines, after the query stopped
+    # the command line: the same rows as JSON lines, after the query stopped; the checkpoint unchanged
+    before = _files(tmp_path / "checkpoint")
     result = CliRunner().invoke(cli.main, ["state", str(spec), "--key", "b"])
     assert result.exit_code == 0, result.output
+    assert _files(tmp_path / "checkpoint") == before
     fields = ["k", "window_start", "window_end", "n", "total", "panes_emitted", "pending_records", "closes_at",
               "watermark"]  # fmt: skip
     assert [json.loads(line) for line in result.stdout.splitlines()] == [dict(zip(fields, SECOND[1]))]
     assert result.stderr.splitlines()[-1] == "done: 1 open windows"
+
+
+def _files(root: Path) -> dict:
+    """Every file under ``root`` with its size and modification time."""
+    return {str(f): (f.stat().st_size, f.stat().st_mtime_ns) for f in root.rglob("*") if f.is_file()}
 
 
 def _the_runs_page(path: Path, counts: dict) -> None:
