@@ -117,7 +117,7 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
             q.stop()
         if q.exception():
             raise RuntimeError(str(q.exception()))
-        # (stateful, allowed lateness: provisional panes decided as write_stream does; a window pipeline's in its callback)
+        # (stateful, lateness: panes decided as write_stream does; a window pipeline's in its callback)
         stateful = isinstance(result, StatefulStreamResult) and p.allowed_lateness > 0 and p.window_pipeline is None
         return _collect(collected.read(spark), p, OutputWatermarks(p) if stateful else None)
     finally:
