@@ -78,7 +78,7 @@ def replay_spark(scenario: Scenario, buckets: int = 4, spark=None, plan: str = "
         collected = _Collected(spark, tmp / "collected")
         q = _start_collecting(result, collected, str(tmp / "checkpoint"))
         _run_steps(q, files, staging)
-        # (the stateful plan with allowed lateness: its provisional panes decided, as write_stream does)
+        # (stateful, lateness: panes decided as write_stream does; a window pipeline's in its callback)
         stateful = isinstance(result, StatefulStreamResult) and p.allowed_lateness > 0 and p.window_pipeline is None
         return _collect(collected.read(spark), p, OutputWatermarks(p) if stateful else None)
     finally:

@@ -13,8 +13,10 @@ import panes
 from panes.core.engine.parts import StageWatermarks
 from panes.scenario import load_scenario, replay_core
 from panes.spark.replay import replay_spark
+from panes.spark.stages.replay import replay_stages_spark
 from panes.spark.stateful import KIND, ORDER, PART, PART_HOLDS, PART_WATERMARK, PHASE, PROVISIONAL, OutputWatermarks
 from panes.spark.window_pipeline import PANE_ID
+from panes.stage_scenario import load_stage_scenario, replay_stages_core
 
 pytestmark = pytest.mark.spark
 
@@ -160,3 +162,30 @@ def test_the_driver_decides_a_table_panes_rows_once():
     again = decide([report, pane(8, True, 0), pane(8, True, 0)])
     assert [r["timing"] for r in first + again] == ["LATE"] * 4
     assert {r[PROVISIONAL] for r in first + again} == {0}
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["held", "alone"])
+def test_a_stage_of_a_multi_stage_pipeline_takes_its_timing_from_every_buckets_holds(spark, held):
+    # issue 32, case 1, as one stage of a stage graph on 4 buckets: other buckets' unfired records
+    # keep k0's late-created window ON_TIME (the driver decides it); without them it is LATE
+    stage = {k: v for k, v in PIPELINE.items() if k != "event_time"}
+    holders = _holders(spark, 4) if held else []
+    timeline = [
+        {"add": [{"k": k, "v": 1, "t": 5000} for k in holders]},
+        {"watermark": 30_000},
+        {"add": [{"k": "k0", "v": 2, "t": 12_000}, {"k": "k0", "v": 3, "t": 13_000}]},
+        {"end": True},
+    ]
+    scenario = load_stage_scenario(
+        {
+            "pipeline": {
+                "inputs": {"ev": {"event_time": "t", "watermark": {"punctuation": True}}},
+                "stages": [{"name": "s", "from": "ev", **stage}],
+                "output": "s",
+            },
+            "timeline": timeline if held else timeline[1:],
+        }
+    )
+    core = replay_stages_core(scenario)
+    assert core.panes[0]["k"] == "k0" and core.panes[0]["timing"] == ("ON_TIME" if held else "LATE")
+    assert replay_stages_spark(scenario, buckets=4, spark=spark).panes == core.panes

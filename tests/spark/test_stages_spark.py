@@ -291,12 +291,6 @@ CROSS_BUCKET = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a bucket times its panes by its own windows' holds: k1's unfired window, in another bucket, "
-    "holds the stage's output watermark, so k0's pane is ON_TIME (the core), not LATE (the driver "
-    "does not yet decide such panes as the single-stage stateful plan does: core/engine/parts.py)",
-)
 def test_a_pane_kept_on_time_by_another_bucket_holds_is_on_time(spark):
     scenario = load_stage_scenario(CROSS_BUCKET)
     core = [(p["k"], p["timing"]) for p in replay_stages_core(scenario).panes]

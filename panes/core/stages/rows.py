@@ -28,6 +28,9 @@ RECORD = "__record"
 CONTRIBUTOR = "__contributor"
 #: a stage's row: the phase of the engine's step that emitted it (0 clock, 1 records, 2 watermark)
 PHASE = "__phase"
+#: a stage's row: its pane's ``Pane.provisional`` (a part of the stage, a Spark bucket, could not
+#: decide its timing)
+PROVISIONAL = "__provisional"
 
 
 def contributor_id(key: tuple, start: int, end: int) -> str:
@@ -81,7 +84,7 @@ def stage_frame(
     """A stage's panes (each with the phase that emitted it) as rows (see the module's
     docstring), in emission order, and as the records it prints."""
     records: list[dict] = []
-    internal: dict[str, list] = {TS: [], WINDOW_START: [], WINDOW_END: [], CONTRIBUTOR: [], PHASE: []}
+    internal: dict[str, list] = {TS: [], WINDOW_START: [], WINDOW_END: [], CONTRIBUTOR: [], PHASE: [], PROVISIONAL: []}
     for phase, p in panes:
         rows = pane_rows(p, pipeline, table)
         end = pipeline.window.internal_end(p.window_end)
@@ -93,6 +96,7 @@ def stage_frame(
             internal[WINDOW_END].append(end)
             internal[CONTRIBUTOR].append(contributor)
             internal[PHASE].append(phase)
+            internal[PROVISIONAL].append(p.provisional)
     names = list(dict.fromkeys([*columns, *(c for r in records for c in r)]))
     frame = frame_of(records, names)
     for c, values in internal.items():

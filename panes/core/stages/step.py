@@ -53,12 +53,15 @@ class StageStep:
     output_watermark: int = 0
     #: per input the stage reads: the arrival numbers of its valid records in no window (a gap)
     unwindowed: dict[str, set[int]] = field(default_factory=dict)
+    #: a partial runner's (a part of the stage): its windows' earliest hold as each phase of the
+    #: step began and after the last (``core.engine.parts.PartReport``)
+    holds: tuple[int, ...] = ()
 
 
 class StageRunner:
     """Runs one stage of a graph: its engine (over its own pipeline), the rows it reads and emits."""
 
-    def __init__(self, graph: StageGraph, stage: Stage):
+    def __init__(self, graph: StageGraph, stage: Stage, partial: bool = False):
         self.graph, self.stage = graph, stage
         self.window = graph.windows(stage)
         self.contributions = tuple(graph.emits_contributions(s) for s in stage.sources)
@@ -67,7 +70,9 @@ class StageRunner:
         self.merge_fn = graph.merge(stage) if stage.is_merge else None
         self.side_columns = [graph.columns(s) for s in stage.sources]
         self.pipeline = self._pipeline()
-        self.engine = Engine(self.pipeline)
+        # (partial: one part of the stage, whose panes' timing may hang on the others' holds)
+        self.partial = partial
+        self.engine = Engine(self.pipeline, partial=partial)
         self.columns = self._columns()
 
     def _pipeline(self) -> Pipeline:
@@ -124,12 +129,14 @@ class StageRunner:
                     unwindowed[self.stage.sources[j]] = self.in_no_window(side)
         batch = pd.concat(parts, ignore_index=True) if parts else None
         origin: dict[int, tuple[str, int | None]] = {}
-        panes, dead = self.engine_step(state, batch, watermark, processing_time, self.record_finder(origins, origin))
+        holds: list[int] = []
+        record_of = self.record_finder(origins, origin)
+        panes, dead = self.engine_step(state, batch, watermark, processing_time, record_of, holds)
         for d in dead:
             src, seq = origin.get(id(d.record), (self.stage.sources[0], None))
             letters.append(StageLetter(d, src, self.stage.name, seq))
         rows, records = stage_frame(panes, self.pipeline, self.merge_fn is not None, self.columns)
-        return StageStep(rows, records, letters, self.engine.output_watermark(state), unwindowed)
+        return StageStep(rows, records, letters, self.engine.output_watermark(state), unwindowed, tuple(holds))
 
     def in_no_window(self, side: pd.DataFrame) -> set[int]:
         """The arrival numbers of an input's rows that the stage's windows leave out (a hopping
@@ -142,21 +149,36 @@ class StageRunner:
         return set(side[SEQ].to_numpy(dtype=np.int64)[~inside].tolist())
 
     def engine_step(
-        self, state: EngineState, batch: pd.DataFrame | None, watermark: int, processing_time: int | None, record_of
+        self,
+        state: EngineState,
+        batch: pd.DataFrame | None,
+        watermark: int,
+        processing_time: int | None,
+        record_of,
+        holds: list[int],
     ) -> tuple[list[tuple[int, Pane]], list[DeadLetter]]:
         """The engine's step in its three phases (the clock moves, the batch, the watermark moves),
         each pane with its phase: panes of different keys interleave by phase (a plan that runs
-        the keys apart orders them by it)."""
+        the keys apart orders them by it). A partial runner appends to ``holds`` its earliest hold
+        as each phase begins and after the last."""
         panes: list[tuple[int, Pane]] = []
         dead: list[DeadLetter] = []
+        self.hold(state, holds)
         if processing_time is not None and processing_time > state.processing_time:
             panes += [(0, p) for p in self.engine.advance(state, None, processing_time).panes]
+        self.hold(state, holds)
         if batch is not None and len(batch):
             res = self.engine.ingest(state, batch, record_of=record_of)
             panes += [(1, p) for p in res.panes]
             dead = res.dead_letters
+        self.hold(state, holds)
         panes += [(2, p) for p in self.engine.advance(state, watermark).panes]
+        self.hold(state, holds)
         return panes, dead
+
+    def hold(self, state: EngineState, holds: list[int]) -> None:
+        if self.partial:
+            holds.append(self.engine.earliest_hold(state))
 
     def record_finder(self, origins: list, origin: dict):
         """``record_of`` for the engine: batch row -> the record, noting where it came from."""

@@ -7,6 +7,11 @@ window, contributor, the phase of the step that emitted it and its place in the 
 its dead letters (``D``), its new state (``S``), its output watermark (``H``: its watermark held
 by its windows' holds; the stage's is the least over the buckets) and the input records it put in
 no window (``N``: their arrival number and input, for the account of every record).
+
+With allowed lateness a pane's timing hangs on the holds of every bucket: each bucket runs a partial
+runner, marks the panes it cannot decide (``PROV``) and reports its earliest hold as each phase of
+the step began (``HOLDS``); the driver decides those panes (``stream.StagesStream.settle``), as the
+single-stage stateful plan does.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from ...core.engine import TS as CORE_TS
 from ...core.engine import EngineState, sort_key
 from ...core.rules import Reason
 from ...core.stages import StageGraph, StageRunner, letter_record
-from ...core.stages.rows import CONTRIBUTOR, PHASE, RECORD, SEQ, frame_of
+from ...core.stages.rows import CONTRIBUTOR, PHASE, PROVISIONAL, RECORD, SEQ, frame_of
 from ...core.windows import WINDOW_END, WINDOW_START
 from ..columns import BUCKET, TS
 from ..stateful import restore_integers
@@ -41,12 +46,15 @@ KIND, SIDE, SUB, ROW, WS, WE, CONTRIB, HIDDEN = (
 )
 #: a dead letter's stage (its index in the graph; -1: an input's own checks)
 STAGE_INDEX = "__panes_stage_index"
-STEP_PHASE, LETTER_INPUT, LATE, BLOB, HOLD = (
+STEP_PHASE, LETTER_INPUT, LATE, BLOB, HOLD, PROV, HOLDS, PART_WATERMARK = (
     "__panes_phase",
     "__panes_letter_input",
     "__panes_late",
     "__panes_blob",
     "__panes_hold",
+    "__panes_provisional",
+    "__panes_holds",
+    "__panes_part_watermark",
 )
 
 OUTPUT = ST.StructType(
@@ -66,6 +74,9 @@ OUTPUT = ST.StructType(
         ST.StructField(LATE, ST.BooleanType()),
         ST.StructField(BLOB, ST.BinaryType()),
         ST.StructField(HOLD, ST.LongType()),
+        ST.StructField(PROV, ST.IntegerType()),
+        ST.StructField(HOLDS, ST.ArrayType(ST.LongType())),
+        ST.StructField(PART_WATERMARK, ST.LongType()),
     ]
 )
 STATE = ST.StructType([ST.StructField(BUCKET, ST.IntegerType()), ST.StructField(BLOB, ST.BinaryType())])
@@ -75,6 +86,12 @@ _RUNNERS: dict = {}
 
 def dumps(record: dict) -> str:
     return json.dumps(record, separators=(", ", ": "), default=str)
+
+
+def decides_on_driver(stage) -> bool:
+    """Whether the stage's pane timing can hang on other buckets' holds (with allowed lateness;
+    without it no window holds the output watermark past another's end)."""
+    return stage.allowed_lateness > 0
 
 
 def stage_order(record: dict, key: tuple[str, ...], phase: int, end: int, start: int, sub: int) -> tuple:
@@ -104,7 +121,8 @@ class BucketStep:
         key = (id(self.graph), self.stage)
         if key not in _RUNNERS:
             _RUNNERS.clear()
-            _RUNNERS[key] = StageRunner(self.graph, self.graph.stage(self.stage))
+            stage = self.graph.stage(self.stage)
+            _RUNNERS[key] = StageRunner(self.graph, stage, partial=decides_on_driver(stage))
         return _RUNNERS[key]
 
     def __call__(self, key: Any, rows: pd.DataFrame, state: pd.DataFrame) -> pd.DataFrame:
@@ -119,7 +137,9 @@ class BucketStep:
         out += [{KIND: "N", SPARK_SEQ: q, LETTER_INPUT: src} for src, seqs in res.unwindowed.items() for q in seqs]
         if st.keys or st.records:
             out.append({KIND: "S", BLOB: pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)})
-        out.append({KIND: "H", HOLD: res.output_watermark})
+        out.append(
+            {KIND: "H", HOLD: res.output_watermark, HOLDS: list(res.holds) or None, PART_WATERMARK: st.watermark}
+        )
         for r in out:
             r[BUCKET] = bucket
         return output_frame(out)
@@ -182,6 +202,7 @@ class BucketStep:
                     WE: int(rows[WINDOW_END].iat[i]),
                     CONTRIB: rows[CONTRIBUTOR].iat[i],
                     HIDDEN: bool(hidden and r["retraction"]),
+                    PROV: int(rows[PROVISIONAL].iat[i]),
                 }
             )
         return out
@@ -207,6 +228,7 @@ DTYPES = {
     ST.LongType: "Int64",
     ST.BooleanType: "boolean",
     ST.BinaryType: object,
+    ST.ArrayType: object,
 }
 
 

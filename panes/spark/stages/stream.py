@@ -52,7 +52,9 @@ from .buckets import (
     WE,
     WS,
     BucketStep,
+    decides_on_driver,
 )
+from .timing import StageTimings
 from .transport import INPUT, RECORD, SEQ, bucket_of, data_rows, record_columns, typed_records
 
 STATE_DIR = "panes_stages"
@@ -111,6 +113,7 @@ class StagesStream:
         """``account``: work out where each micro-batch's input records went (two small jobs)."""
         self.graph, self.schemas, self.buckets = graph, schemas, buckets
         self.scripted_clock, self.account = scripted_clock, account
+        self.timings: dict[str, StageTimings] = {}  # a stage's provisional panes decided (with allowed lateness)
         self.root = Path(checkpoint) / STATE_DIR
         self.root.mkdir(parents=True, exist_ok=True)
 
@@ -146,17 +149,21 @@ class StagesStream:
         after, clock = self.input_watermarks(batch, marks, batch_id)
         stage_rows: dict[str, DataFrame] = {}
         letters = [self.input_letters(batch)]
+        cached = [batch]
         for i, stage in enumerate(self.graph.stages):
             wm = min(after.of(src) for src in stage.sources)
             step = BucketStep(
                 self.graph, stage.name, wm, marks.stages[stage.name]["watermark"], clock, self.raw_columns(stage)
             )
             rows, hold = self.step(stage, step, batch, stage_rows, prior, here)
+            cached.append(rows)
+            if decides_on_driver(stage):
+                rows = self.timings.setdefault(stage.name, StageTimings(self.graph, stage)).settle(rows)
             after.stages[stage.name] = {"watermark": wm, "output": min(wm, wm if hold is None else hold)}
             stage_rows[stage.name] = rows
             letters.append(rows.filter(F.col(KIND) == "D").withColumn(STAGE_INDEX, F.lit(i)))
         panes = stage_rows[self.graph.output_stage.name].filter((F.col(KIND) == "P") & ~F.col(HIDDEN))
-        out = StepOutput(panes, stage_rows, once(letters), after, [batch, *stage_rows.values()])
+        out = StepOutput(panes, stage_rows, once(letters), after, cached)
         if self.account:
             out.accounting = batch_accounting(self.graph, batch, out.dead_letters, stage_rows)
         if on_dead_letters is not None:
