@@ -81,7 +81,7 @@ def server_python(spark: Any, paths: tuple[str, ...] = ()) -> ServerPython:
         found = importlib.machinery.PathFinder.find_spec("panes", own)
         version = None
         if found is not None and found.origin:
-            text = found.loader.get_data(found.origin).decode()
+            text = found.loader.get_data(found.origin).decode()  # type: ignore[union-attr]
             m = re_.search(r"__version__\s*=\s*[\"']([^\"']+)", text)
             version = m.group(1) if m else "unknown"
         shipped = (
