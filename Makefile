@@ -9,7 +9,7 @@ SHELL  := /bin/bash
 # PySpark's transformWithState driver worker prints its own start-up chatter: keep the demo readable
 QUIET  := grep --line-buffered -v -e 'TransformWithStateInPandas Python worker' -e '^$$'
 
-.PHONY: setup java demo demo-batch test test-remote test-core lint format conformance clean-conformance chaos bench bench-quick clean
+.PHONY: setup java demo demo-batch test test-long test-remote test-core lint format conformance clean-conformance chaos bench bench-quick clean
 
 setup: java $(VENV)/.installed
 
@@ -34,8 +34,13 @@ demo-batch: setup
 
 # the lint first (a minute): a finding fails the target before the tests run
 test: lint
-	$(PY) -m pytest -q -p no:cacheprovider -m "not remote"; rc=$$?; \
+	$(PY) -m pytest -q -p no:cacheprovider -m "not remote and not long"; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; exit $$rc
+
+# the rest of the long checks whose bounded slice make test runs (replay parity's repeated paths:
+# each accumulation mode and table write on Spark, every scenario with tables added)
+test-long: setup
+	$(PY) -m pytest -q -p no:cacheprovider -m "long and not remote"
 
 # tests/remote: each test session starts its own Spark Connect server and standalone cluster (a
 # master and two workers) from the pyspark package's scripts, and stops them (about 10 minutes on
