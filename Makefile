@@ -37,8 +37,9 @@ test: lint
 	$(PY) -m pytest -q -p no:cacheprovider -m "not remote and not long"; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; exit $$rc
 
-# the rest of the long checks whose bounded slice make test runs (replay parity's repeated paths:
-# each accumulation mode and table write on Spark, every scenario with tables added)
+# the rest of the long checks whose bounded slice make test runs (tests marked long: replay parity's
+# repeated Spark paths, each accumulation mode and table write, every scenario with tables added;
+# the batch jobs of retracting scenarios, the same as their accumulating twins')
 test-long: setup
 	$(PY) -m pytest -q -p no:cacheprovider -m "long and not remote"
 
