@@ -39,7 +39,7 @@ test: lint
 
 # the rest of the long checks whose bounded slice make test runs (tests marked long: replay parity's
 # repeated Spark paths, each accumulation mode and table write, every scenario with tables added;
-# the batch jobs of retracting scenarios, the same as their accumulating twins')
+# the batch jobs of retracting scenarios, the same as their accumulating twins)
 test-long: setup
 	$(PY) -m pytest -q -p no:cacheprovider -m "long and not remote"
 
