@@ -9,7 +9,7 @@ SHELL  := /bin/bash
 # PySpark's transformWithState driver worker prints its own start-up chatter: keep the demo readable
 QUIET  := grep --line-buffered -v -e 'TransformWithStateInPandas Python worker' -e '^$$'
 
-.PHONY: setup java demo demo-batch test test-remote test-compat test-core lint format conformance clean-conformance chaos bench bench-quick clean
+.PHONY: setup java demo demo-batch test test-long test-remote test-compat test-core lint format conformance clean-conformance chaos bench bench-quick clean
 
 setup: java $(VENV)/.installed
 
@@ -37,10 +37,16 @@ demo-batch: setup
 # on a standalone cluster, both plans), in a pytest run of its own so that its servers start once
 # and stop before the target ends
 test: lint
-	$(PY) -m pytest -q -p no:cacheprovider -m "not remote"; rc=$$?; \
+	$(PY) -m pytest -q -p no:cacheprovider -m "not remote and not long"; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; \
 	  $(PY) -m pytest -q -p no:cacheprovider -m "remote and remote_quick" tests/remote || rc=1; \
 	  exit $$rc
+
+# the rest of the long checks whose bounded slice make test runs (tests marked long: replay parity's
+# repeated Spark paths, each accumulation mode and table write, every scenario with tables added;
+# the batch jobs of retracting scenarios, the same as their accumulating twins)
+test-long: setup
+	$(PY) -m pytest -q -p no:cacheprovider -m "long and not remote"
 
 # tests/remote whole: a Spark Connect server and a standalone cluster (a master and two workers),
 # started once per test session from the pyspark package's own scripts, and stopped (10-20 minutes

@@ -15,9 +15,6 @@ from dataclasses import dataclass, field
 #: reasons a counted record gets later, after it was counted in its window
 AFTER_COUNTING = frozenset({"window_pipeline_failed"})
 
-#: the counts as metric names (Spark's observed metrics, JSON output)
-FIELDS = ("records_in", "counted", "dead_letters", "in_no_window", "watermark_records")
-
 
 @dataclass
 class Accounting:

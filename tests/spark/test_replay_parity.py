@@ -15,6 +15,28 @@ SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.y
 
 pytestmark = pytest.mark.spark
 
+# make test replays each Spark path once; make test-long (the ``long`` marker) also the repeats:
+#: scenarios that replay one timeline in the three accumulation modes: on the stateful plan the mode
+#: is the core engine's (its golden tests pin each) and the Spark path one (only retracting has a
+#: branch of its own, kept): the accumulating and discarding ones there are repeats
+REPEATED_MODES = ("_accumulating", "_discarding")
+#: the scenarios replayed with tables added in make test: what the random timelines with tables
+#: added do not have (ingestion time, punctuation, malformed records)
+TABLES_ADDED_SLICE = ("streaming102_ingress_time", "punctuation_records", "malformed_records")
+LONG = pytest.mark.long
+
+
+def _scenario_plans() -> list:
+    """Each scenario on each plan, the stateful plan's repeated accumulation modes ``long``."""
+    stems = {p.stem for p in SCENARIOS}
+    out = []
+    for path in SCENARIOS:
+        for plan in ("stateful", "native"):
+            mode = next((m for m in REPEATED_MODES if path.stem.endswith(m)), None)
+            repeat = plan == "stateful" and mode is not None and path.stem[: -len(mode)] + "_retracting" in stems
+            out.append(pytest.param(path, plan, id=f"{path.stem}-{plan}", marks=[LONG] if repeat else []))
+    return out
+
 
 def _dl(d):
     """A dead letter, its record's values as strings: a JSON column whose values mix types is
@@ -25,8 +47,7 @@ def _dl(d):
     return json.dumps(out, sort_keys=True)
 
 
-@pytest.mark.parametrize("plan", ["stateful", "native"])
-@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+@pytest.mark.parametrize("path, plan", _scenario_plans())
 def test_spark_engine_prints_the_core_panes(spark, path, plan):
     scenario = load_scenario(path)
     if plan == "native" and stream_unsupported(scenario.pipeline):
@@ -160,7 +181,20 @@ def _decisions(monkeypatch, name: str) -> list:
     return decisions
 
 
-@pytest.fixture(params=["collected", "written_by_spark"])
+def _seeds_and_writes(seeds) -> list:
+    """Each seed with each way of writing the tables (``table_writes``); in make test one way per
+    seed, each way for half of the seeds (collected for seeds 0 and 1 mod 4: read back from its
+    file for odd seeds), the other pairs ``long``."""
+    return [
+        pytest.param(
+            seed, writes, id=f"{writes}-{seed}", marks=[] if (writes == "collected") == (seed % 4 < 2) else [LONG]
+        )
+        for writes in ("collected", "written_by_spark")
+        for seed in seeds
+    ]
+
+
+@pytest.fixture
 def table_writes(request, monkeypatch):
     """The native steps' tables collected to the driver after the first step (the micro-batches
     of a replay are small), or all written by Spark jobs: the decisions taken, per step. A
@@ -182,7 +216,7 @@ def table_writes(request, monkeypatch):
     assert any(r is not None for r in relations) == local
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed, table_writes", _seeds_and_writes(range(4)), indirect=["table_writes"])
 def test_random_default_trigger_timelines_same_on_native_plan_and_core(spark, seed, table_writes):
     scenario = load_scenario(_random_default_trigger_scenario(seed))
     _same_on_native_plan_and_core(spark, scenario)
@@ -228,7 +262,7 @@ def _random_session_scenario(seed, dense: bool = False):
     }
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed, table_writes", _seeds_and_writes(range(4)), indirect=["table_writes"])
 def test_random_session_timelines_same_on_native_plan_and_core(spark, seed, table_writes):
     scenario = load_scenario(_random_session_scenario(seed))
     _same_on_native_plan_and_core(spark, scenario)
@@ -290,7 +324,7 @@ def _random_counting_trigger_scenario(seed):
     }
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed, table_writes", _seeds_and_writes(range(6)), indirect=["table_writes"])
 def test_random_counting_trigger_timelines_same_on_native_plan_and_core(spark, seed, table_writes):
     scenario = load_scenario(_random_counting_trigger_scenario(seed))
     _same_on_native_plan_and_core(spark, scenario)
@@ -365,7 +399,9 @@ def test_global_window_timelines_same_when_steps_add_tables(spark, seed, monkeyp
     assert max(tables_seen) >= 5
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, id=p.stem, marks=[] if p.stem in TABLES_ADDED_SLICE else [LONG]) for p in SCENARIOS]
+)
 def test_scenarios_same_when_steps_add_tables(spark, path, tables_added):
     from panes.spark.native import appends
 
