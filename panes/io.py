@@ -215,6 +215,8 @@ def _needs(t: ST.DataType) -> bool:
         return True
     if isinstance(t, ST.ArrayType):
         return _needs(t.elementType)
+    if isinstance(t, ST.MapType):
+        return _needs(t.valueType)
     if isinstance(t, ST.StructType):
         return any(_needs(f.dataType) for f in t.fields)
     return False
@@ -231,6 +233,8 @@ def _plain(c: Column, t: ST.DataType) -> Column:
         return F.when(~F.isnan(c) & (F.abs(c) != F.lit(float("inf"))), c)
     if isinstance(t, ST.ArrayType):
         return F.transform(c, lambda x: _plain(x, t.elementType))
+    if isinstance(t, ST.MapType):
+        return F.transform_values(c, lambda _, v: _plain(v, t.valueType))
     assert isinstance(t, ST.StructType)
     fields = [_plain(c[f.name], f.dataType).alias(f.name) for f in t.fields]
     return F.when(c.isNotNull(), F.struct(*fields))

@@ -83,8 +83,9 @@ def command(spec_path: Path) -> list[str]:
     return [sys.executable, "-m", "panes.cli", "run", str(spec_path), "--end-input", "--quiet"]
 
 
-def run_to_end(spec_path: Path, timeout: float = 600) -> float:
-    """Run the spec uninterrupted; its wall time (s)."""
+def run_to_end(spec_path: Path, timeout: float = 1800) -> float:
+    """Run the spec uninterrupted; its wall time (s). (A run takes a minute on a quiet 2-core
+    machine; ``timeout`` leaves room for a busy one.)"""
     t0 = time.time()
     proc = subprocess.run(command(spec_path), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:

@@ -240,3 +240,21 @@ def test_the_engines_reasons_are_observed_metrics_on_the_stateful_plan(spark, tm
     assert {r: engine[r] for r in reasons} == {r: int(r == case) for r in reasons}
     assert engine["counted"] == (1 if case == "window_closed" else 2)
     assert [d["reason"] for d in dead] == [case]
+
+
+def test_text_outputs_hold_iso_instants_and_no_nan_or_infinity_at_any_depth(spark):
+    from panes.io import for_output
+
+    df = spark.sql(
+        "SELECT timestamp_millis(1628330400123L) AS at, double('NaN') AS x, "
+        "array(1.5D, double('Infinity')) AS xs, map('a', double('-Infinity'), 'b', 2.0D) AS m, "
+        "named_struct('at', timestamp_millis(0L), 'y', double('NaN')) AS s"
+    )
+    row = for_output(df).first().asDict(recursive=True)
+    assert row == {
+        "at": "2021-08-07T10:00:00.123Z",
+        "x": None,
+        "xs": [1.5, None],
+        "m": {"a": None, "b": 2.0},
+        "s": {"at": "1970-01-01T00:00:00.000Z", "y": None},
+    }
