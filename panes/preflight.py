@@ -39,7 +39,13 @@ def check_run(spec: RunSpec, create: bool = False) -> list[FieldError]:
     """Every problem of a run spec that shows before Spark starts: ``check_spec``'s, the source's
     files, where the sinks and the checkpoint write. ``create``: make the sinks' and the
     checkpoint's directories (a write is the only sure test that one can write there)."""
-    errors = check_source(spec.source) + check_spec(spec)
+    return check_source(spec.source) + check_spec(spec) + check_outputs(spec, create)
+
+
+def check_outputs(spec, create: bool = False) -> list[FieldError]:
+    """Whether a run spec's file sinks (``sink``, ``dead_letter``) and its ``checkpoint`` can be
+    written (a single-stage or a multi-stage run spec: both have these fields)."""
+    errors = []
     for field, sink in (("sink", spec.sink), ("dead_letter", spec.dead_letter)):
         if sink is not None and sink.format in FILE_FORMATS and sink.path:
             problem = writable_directory(sink.path, create)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import checkpoint as ck
 from .core.stages import StageGraph
-from .preflight import FILE_FORMATS, check_source, writable_directory
+from .preflight import check_outputs, check_source
 from .spec import FieldError
 from .stage_spec import StagesRunSpec
 
@@ -137,13 +137,4 @@ def run_errors(spec: StagesRunSpec, create: bool = False) -> list[FieldError]:
     errors = []
     for name, inp in spec.inputs.items():
         errors += [FieldError(f"inputs.{name}.{e.field}", e.reason) for e in check_source(inp.source)]
-    for field, sink in (("sink", spec.sink), ("dead_letter", spec.dead_letter)):
-        if sink is not None and sink.format in FILE_FORMATS and sink.path:
-            problem = writable_directory(sink.path, create)
-            if problem:
-                errors.append(FieldError(f"{field}.path", problem))
-    if spec.checkpoint:
-        problem = writable_directory(spec.checkpoint, create)
-        if problem:
-            errors.append(FieldError("checkpoint", problem))
-    return errors
+    return errors + check_outputs(spec, create)
