@@ -345,10 +345,11 @@ def test_run_refuses_a_function_that_is_no_combine_fn(tmp_path, no_spark):
 @pytest.mark.parametrize(
     "ref, reason",
     [
-        ("json:nothing_here", "module 'json' has no 'nothing_here'"),
+        ("json:nothing_here", "module 'json' has no 'nothing_here' (callback 'json:nothing_here')"),
         (
             "no_such_module_x:f",
-            "cannot import module 'no_such_module_x' for 'no_such_module_x:f': No module named 'no_such_module_x'",
+            "cannot import module 'no_such_module_x' for callback 'no_such_module_x:f': "
+            "No module named 'no_such_module_x'",
         ),
         ("os:sep", "os:sep is not callable"),
     ],

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
 
+from ..refs import import_ref
 from .base import AggregateFn, plain, split_options
 
 
@@ -77,20 +77,7 @@ class UserCombine(AggregateFn):
 
 def load_combine_fn(ref: str) -> CombineFn:
     """Import a CombineFn class or factory named 'package.module:Name' (or 'package.module.Name')."""
-    if ":" in ref:
-        mod, _, attr = ref.partition(":")
-    else:
-        mod, _, attr = ref.rpartition(".")
-    if not mod or not attr:
-        raise ValueError(f"a combine function is named 'module:ClassName', got {ref!r}")
-    try:
-        obj = importlib.import_module(mod)
-    except ImportError as e:
-        raise ValueError(f"cannot import module {mod!r} for combine function {ref!r}: {e}") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"module {mod!r} has no {attr!r} (combine function {ref!r})")
-        obj = getattr(obj, part)
+    obj = import_ref(ref, "combine function", "module:ClassName")
     fn: Any = obj
     if isinstance(obj, type) or callable(obj) and not hasattr(obj, "create_accumulator"):
         # a CombineFn class, or a factory of one: called with no arguments

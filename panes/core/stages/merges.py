@@ -12,12 +12,13 @@ the matching right rows or with nulls) and ``cogroup`` (one row with a list of r
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from ..refs import import_ref
 
 
 @dataclass(frozen=True)
@@ -138,17 +139,7 @@ METHODS = ("create_accumulator", "add_left", "add_right", "merge_accumulators", 
 
 def load_merge(ref: str) -> Any:
     """A user merge: an instance of the class (or the object) named 'package.module:Name'."""
-    mod, _, attr = ref.partition(":") if ":" in ref else ref.rpartition(".")
-    if not mod or not attr:
-        raise ValueError(f"a merge is named 'module:ClassName', got {ref!r}")
-    try:
-        obj: Any = importlib.import_module(mod)
-    except ImportError as e:
-        raise ValueError(f"cannot import module {mod!r} for merge {ref!r}: {e}") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"module {mod!r} has no {attr!r} (merge {ref!r})")
-        obj = getattr(obj, part)
+    obj = import_ref(ref, "merge", "module:ClassName")
     merge = obj() if isinstance(obj, type) else obj
     missing = [m for m in METHODS if not callable(getattr(merge, m, None))]
     if missing:

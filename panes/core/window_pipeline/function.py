@@ -4,12 +4,12 @@ event-time then arrival order) to a DataFrame, whose rows are the pane's."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
+from ..refs import import_ref
 from ..table import Table
 from .base import WindowRows
 
@@ -18,17 +18,7 @@ def load_function(ref: str) -> Callable[[pd.DataFrame], Any]:
     """The function named ``'package.module:function'`` (or ``'package.module.function'``)."""
     if not isinstance(ref, str):
         raise ValueError(f"a window function is named 'module:function', got {ref!r}")
-    mod, _, attr = ref.partition(":") if ":" in ref else ref.rpartition(".")
-    if not mod or not attr:
-        raise ValueError(f"a window function is named 'module:function', got {ref!r}")
-    try:
-        obj: Any = importlib.import_module(mod)
-    except ImportError as e:
-        raise ValueError(f"cannot import module {mod!r} for window function {ref!r}: {e}") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"module {mod!r} has no {attr!r} (window function {ref!r})")
-        obj = getattr(obj, part)
+    obj = import_ref(ref, "window function")
     if not callable(obj):
         raise ValueError(f"window function {ref!r} is not callable")
     return obj
