@@ -35,9 +35,15 @@ class ParsedBatch:
 
 
 def _column(values: list) -> np.ndarray:
+    return column_array(values, booleans=True)
+
+
+def column_array(values: list, booleans: bool = False) -> np.ndarray:
+    """A column of plain values: ints or floats typed when every value is one (``booleans``: bools
+    too), else objects."""
     non_null = [v for v in values if v is not None]
     if non_null and len(non_null) == len(values):
-        if all(isinstance(v, bool) for v in non_null):
+        if booleans and all(isinstance(v, bool) for v in non_null):
             return np.array(values, dtype=bool)
         if all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in non_null):
             return np.array(values, dtype=np.int64)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,7 @@ import pandas as pd
 from ..engine import TS, Pane
 from ..output import pane_record
 from ..pipeline import Pipeline
+from ..records import column_array
 from ..windows import WINDOW_END, WINDOW_START
 
 SEQ = "__seq"
@@ -36,19 +36,6 @@ PROVISIONAL = "__provisional"
 def contributor_id(key: tuple, start: int, end: int) -> str:
     """The identity of a (key, window): what restatements of its pane share."""
     return json.dumps([list(key), start, end], default=str)
-
-
-def column_array(values: list) -> np.ndarray:
-    """A column of plain values: ints or floats typed when every value is one, else objects."""
-    present = [v for v in values if v is not None]
-    if present and len(present) == len(values):
-        if all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in present):
-            return np.array(values, dtype=np.int64)
-        if all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in present):
-            return np.array(values, dtype=np.float64)
-    arr = np.empty(len(values), dtype=object)
-    arr[:] = values
-    return arr
 
 
 def frame_of(records: list[dict], columns: list[str]) -> pd.DataFrame:
