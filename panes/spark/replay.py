@@ -33,7 +33,8 @@ from .native import stream_unsupported
 from .planner import window_stream
 from .results import NativeStreamResult, StatefulStreamResult, WindowedResult
 from .session import get_spark, is_connect
-from .stateful import KIND, ORDER, PHASE, OutputWatermarks, panes_of, sql_panes_of
+from .stateful import KIND, ORDER, PHASE, panes_of, sql_panes_of
+from .stateful_timing import OutputWatermarks
 from .window_pipeline import is_sql, replay_panes
 
 WM_STEP = "__panes_wm_step"
@@ -292,7 +293,7 @@ def _collect(batches: dict, p: Pipeline, watermarks: OutputWatermarks | None = N
     """The panes and dead letters of every micro-batch, in the order the engine emits them:
     per micro-batch, by phase; within a phase, dead letters first, then panes in
     ``emission_order``, then in the order each firing gave them. ``watermarks``: the stateful
-    plan's provisional panes decided (``stateful.OutputWatermarks``)."""
+    plan's provisional panes decided (``stateful_timing.OutputWatermarks``)."""
     panes: list[dict] = []
     dead: list[dict] = []
     for bid in sorted(batches):

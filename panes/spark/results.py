@@ -16,7 +16,8 @@ from pyspark.sql import types as ST
 from ..core.pipeline import Pipeline
 from .connect import check_stream, is_connect, local_checkpoint_refusal
 from .session import plan_building
-from .stateful import OutputWatermarks, dead_letters_of, panes_of, sql_panes_of
+from .stateful import dead_letters_of, panes_of, sql_panes_of
+from .stateful_timing import OutputWatermarks
 from .window_pipeline import is_sql
 
 if TYPE_CHECKING:
@@ -168,7 +169,7 @@ class StatefulStreamResult(WindowedResult):
     """Streaming input on the stateful plan: ``panes`` and ``dead_letters`` are streaming
     DataFrames, both from ``combined`` (one query computes both: ``write_stream`` writes each to
     its callback). With allowed lateness, ``write_stream`` decides the timing of the panes that
-    other buckets' holds may keep ON_TIME (``stateful.OutputWatermarks``); the streaming ``panes``
+    other buckets' holds may keep ON_TIME (``stateful_timing.OutputWatermarks``); the streaming ``panes``
     gives them ON_TIME, as their bucket alone would not."""
 
     def __init__(self, plan: str, combined: DataFrame, pipeline: Pipeline, input_schema: ST.StructType):

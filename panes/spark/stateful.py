@@ -16,8 +16,8 @@ A pane's timing hangs on the stage's output watermark, the earliest hold of any 
 it), each bucket runs a partial engine, whose panes that other buckets' holds may keep ON_TIME are
 provisional, and reports its windows' earliest hold as each phase began (a row of kind "H"); the
 driver, which sees every micro-batch, combines the reports into the stage's output watermark of
-each phase and decides those panes (``OutputWatermarks``, in ``write_stream``; the replay does the
-same). A micro-batch is one bundle of Beam's: the decision needs no other micro-batch.
+each phase and decides those panes (``stateful_timing.OutputWatermarks``, in ``write_stream``; the
+replay does the same). A micro-batch is one bundle of Beam's: the decision needs no other micro-batch.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from ..core import rules
 from ..core.engine import TS as CORE_TS
 from ..core.engine import DeadLetter, Engine, EngineState, Pane
-from ..core.engine.parts import PHASES, PartReport, StageWatermarks
+from ..core.engine.parts import PHASES
 from ..core.output import pane_columns
 from ..core.pipeline import Pipeline
 from ..core.time import END_OF_INPUT, MAX_TIME, MIN_TIME
@@ -444,54 +444,3 @@ def dead_letters_of(combined: DataFrame) -> DataFrame:
         ).alias("windows"),
         F.col("dl_detail").alias("detail"),
     )
-
-
-class OutputWatermarks:
-    """The driver's side of the stage's output watermark (see the module): each micro-batch's
-    bucket reports in, its provisional panes decided (``core.engine.parts.StageWatermarks``). A
-    restarted query starts without the reports of the buckets that have not run since: until they
-    run, their holds count as none."""
-
-    def __init__(self, p: Pipeline):
-        self.stage = StageWatermarks(retracting=p.accumulation == "retracting")
-        self.key = list(p.key)
-
-    def decide(self, rows: list[dict]) -> list[dict]:
-        """A micro-batch's output rows (dicts of the processor's output columns): the reports
-        taken in and left out, the provisional panes' timings decided (an empty LATE one left out).
-        A table-valued pane (a window pipeline's) is several rows with one pane id: decided once."""
-        self.stage.bundle(PartReport(r[PART], r[PART_WATERMARK], tuple(r[PART_HOLDS])) for r in rows if r[KIND] == "H")
-        out = []
-        # a window pipeline's pane is several rows (one ``PANE_ID``): decided once, for all of them
-        decided: dict[tuple, str | None] = {}
-        for r in sorted((r for r in rows if r[KIND] != "H"), key=lambda r: (r[PHASE], r[ORDER])):
-            if r[KIND] == "P" and r.get(PROVISIONAL):
-                table_pane = r.get(PANE_ID)
-                if table_pane is None or (r[PHASE], table_pane) not in decided:
-                    timing = self._timing(r)
-                    if table_pane is not None:
-                        decided[(r[PHASE], table_pane)] = timing
-                else:
-                    timing = decided[(r[PHASE], table_pane)]
-                if timing is None:
-                    continue
-                r = {**r, "timing": timing, PROVISIONAL: 0}
-            out.append(r)
-        return out
-
-    def _timing(self, r: dict) -> str | None:
-        """A provisional pane row's timing (``StageWatermarks.timing``)."""
-        end = MAX_TIME if r["window_end"] is None else r["window_end"]
-        pane = (tuple(r[k] for k in self.key), r["window_start"], r["window_end"], r["pane_index"])
-        return self.stage.timing(r[PROVISIONAL], r["timing"], r[PHASE], end, pane, r["retraction"])
-
-    def settle(self, batch: DataFrame) -> DataFrame:
-        """A cached micro-batch's output with its provisional panes decided: they and the reports
-        are collected (few rows: the panes whose timing hangs on other buckets), decided, and put
-        back beside the others."""
-        side = batch.filter((F.col(KIND) == "H") | (F.col(PROVISIONAL) > 0)).collect()
-        decided = self.decide([r.asDict() for r in side])
-        settled = batch.filter((F.col(KIND) != "H") & (F.coalesce(F.col(PROVISIONAL), F.lit(0)) == 0))
-        if not decided:
-            return settled
-        return settled.unionByName(batch.sparkSession.createDataFrame(decided, schema=batch.schema))

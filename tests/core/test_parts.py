@@ -6,6 +6,7 @@ records nor a due timer does not run (it keeps what it reported last)."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -41,11 +42,14 @@ def _bundle(engine: Engine, st: EngineState, wm: int | None, clock: int | None, 
     return out, tuple(holds)
 
 
-def run_in_parts(scenario, parts: int) -> list[dict]:
+def run_in_parts(scenario, parts: int, restarted: bool = False) -> list[dict]:
+    """``restarted``: the stage's decisions start each bundle from the last one's snapshot, through
+    JSON (as a restarted Spark query reads them from its checkpoint)."""
     p = scenario.pipeline
     engines = [Engine(p, partial=True) for _ in range(parts)]
     states = [e.new_state() for e in engines]
-    stage = StageWatermarks(retracting=p.accumulation == "retracting")
+    retracting = p.accumulation == "retracting"
+    stage = StageWatermarks(retracting=retracting, allowed_lateness=p.allowed_lateness)
     wm, max_ts, clock, panes = MIN_TIME, MIN_TIME, 0, []
     steps = [*scenario.timeline, {}]  # (a last bundle: what the final watermark makes due)
     for i, step in enumerate(steps):
@@ -56,6 +60,9 @@ def run_in_parts(scenario, parts: int) -> list[dict]:
         if frame is not None and len(frame):
             codes = np.array([_part_of(tuple(r), parts) for r in frame[list(p.key)].itertuples(index=False)])
             by_part = {b: frame[codes == b].reset_index(drop=True) for b in set(codes.tolist())}
+        if restarted:
+            snapshot = json.loads(json.dumps(stage.snapshot()))
+            stage = StageWatermarks(retracting, p.allowed_lateness).restore(snapshot)
         reports, emitted = [], []
         for b, (engine, st) in enumerate(zip(engines, states)):
             due = wm >= st.wake_event or (st.wake_clock is not None and clock > st.wake_clock)
@@ -153,7 +160,25 @@ def _random(seed: int) -> dict:
     return {"pipeline": pipeline, "timeline": timeline}
 
 
+@pytest.mark.parametrize("restarted", [False, True], ids=["kept", "restarted"])
 @pytest.mark.parametrize("seed", range(60))
-def test_random_stages_in_parts_give_the_whole_stage_panes(seed):
+def test_random_stages_in_parts_give_the_whole_stage_panes(seed, restarted):
     scenario = load_scenario(_random(seed))
-    assert run_in_parts(scenario, 3) == replay_core(scenario).panes
+    assert run_in_parts(scenario, 3, restarted) == replay_core(scenario).panes
+
+
+def test_a_late_pane_is_kept_for_its_retraction_until_its_window_expired():
+    # window [10 s, 20 s), lateness 10 s: it expires at 30 s; its LATE pane's retraction can come
+    # up to the bundle whose watermark reaches 30 s, not after
+    stage = StageWatermarks(retracting=True, allowed_lateness=10_000)
+    pane = (("k0",), 10_000, 20_000, 0)
+    stage.bundle([PartReport(0, 25_000, (25_000,) * 4)])
+    assert stage.timing(1, "ON_TIME", 0, 20_000, pane, False) == "LATE"
+    assert stage.snapshot()["late_panes"] == [[pane, 30_000]]
+    for watermark, kept in [(29_000, 1), (30_000, 1), (31_000, 1), (32_000, 0)]:
+        stage.bundle([PartReport(0, watermark, (watermark,) * 4)])
+        assert len(stage.late_panes) == kept
+    again = StageWatermarks(retracting=True, allowed_lateness=10_000).restore(
+        json.loads(json.dumps({**stage.snapshot(), "late_panes": [[list(pane), 30_000]]}))
+    )
+    assert again.timing(1, "ON_TIME", 0, 20_000, pane, True) == "LATE"  # (a retraction finds it after a restart)

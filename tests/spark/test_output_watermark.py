@@ -1,6 +1,6 @@
 """The stage's output watermark on Spark: a pane's timing hangs on every key's holds, across the
 stateful plan's hash buckets (each bucket reports its holds, the driver decides the panes its
-bucket could not: ``stateful.OutputWatermarks``), in the replay and in ``write_stream``."""
+bucket could not: ``stateful_timing.OutputWatermarks``), in the replay and in ``write_stream``."""
 
 import json
 import os
@@ -14,7 +14,8 @@ from panes.core.engine.parts import StageWatermarks
 from panes.scenario import load_scenario, replay_core
 from panes.spark.replay import replay_spark
 from panes.spark.stages.replay import replay_stages_spark
-from panes.spark.stateful import KIND, ORDER, PART, PART_HOLDS, PART_WATERMARK, PHASE, PROVISIONAL, OutputWatermarks
+from panes.spark.stateful import KIND, ORDER, PART, PART_HOLDS, PART_WATERMARK, PHASE, PROVISIONAL
+from panes.spark.stateful_timing import OutputWatermarks
 from panes.spark.window_pipeline import PANE_ID
 from panes.stage_scenario import load_stage_scenario, replay_stages_core
 

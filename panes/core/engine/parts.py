@@ -13,12 +13,12 @@ the whole stage, and decides the provisional panes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from .. import rules
 from ..rules import Timing
-from ..time import END_OF_INPUT
+from ..time import END_OF_INPUT, MIN_TIME
 
 #: the phases of a part's bundle, in order: the watermark's move, the clock's, the records
 PHASES = 3
@@ -36,14 +36,33 @@ class PartReport:
 
 class StageWatermarks:
     """The stage's output watermark per phase of each bundle, from its parts' reports, and the
-    timing of provisional panes."""
+    timing of provisional panes. What it keeps from bundle to bundle (``snapshot``, ``restore``):
+    each part's last hold, the input watermark, and in retracting mode the panes decided LATE."""
 
-    def __init__(self, retracting: bool = False) -> None:
+    def __init__(self, retracting: bool = False, allowed_lateness: int | None = None) -> None:
         self.last: dict[int, int] = {}  # part -> its earliest hold after its last bundle
         self.output: tuple[int, ...] = ()  # the current bundle's output watermark per phase
-        #: retracting mode: the panes decided LATE, kept until their retraction (key, start, end, index)
+        self.watermark = MIN_TIME  # the input watermark of the last bundle
+        #: retracting mode: the panes decided LATE (``timing``'s ``pane``), each with the expiry of
+        #: its window (``rules.expiry``; ``allowed_lateness`` None: kept until their retraction)
         self.retracting = retracting
-        self.late_panes: set[tuple] = set()
+        self.allowed_lateness = allowed_lateness
+        self.late_panes: dict[Hashable, int] = {}
+
+    def snapshot(self) -> dict:
+        """What the stage keeps between bundles, as JSON values (the panes as ``timing`` got them)."""
+        return {
+            "last": sorted(self.last.items()),
+            "watermark": self.watermark,
+            "late_panes": [[pane, end] for pane, end in self.late_panes.items()],
+        }
+
+    def restore(self, snapshot: dict) -> StageWatermarks:
+        """This stage as it was when ``snapshot`` was taken (its panes' lists as tuples)."""
+        self.last = {int(part): int(hold) for part, hold in snapshot["last"]}
+        self.watermark = int(snapshot["watermark"])
+        self.late_panes = {_hashable(pane): int(end) for pane, end in snapshot["late_panes"]}
+        return self
 
     def bundle(self, reports: Iterable[PartReport]) -> tuple[int, ...]:
         """A bundle's reports in: the stage's output watermark of each of its phases."""
@@ -51,6 +70,10 @@ class StageWatermarks:
         if not reports:
             self.output = ()
             return self.output
+        # a window's panes are retracted at the latest when it expires (its last pane), in the
+        # bundle whose watermark reaches its expiry: a LATE pane of a window that expired before
+        # this bundle has no retraction to come
+        self.late_panes = {pane: end for pane, end in self.late_panes.items() if end >= self.watermark}
         ran = {r.part: r for r in reports}
         others = min((h for part, h in self.last.items() if part not in ran), default=END_OF_INPUT)
         watermark = max(r.watermark for r in reports)
@@ -59,18 +82,20 @@ class StageWatermarks:
         )
         for r in reports:
             self.last[r.part] = r.holds[PHASES]
+        self.watermark = max(self.watermark, watermark)
         return self.output
 
     def timing(
-        self, provisional: int, timing: str, phase: int, window_end: int, pane: tuple, retraction: bool
+        self, provisional: int, timing: str, phase: int, window_end: int, pane: Hashable, retraction: bool
     ) -> str | None:
         """The timing of a pane of the current bundle (None: not emitted, an empty LATE pane).
-        ``pane``: (key, start, end, index), to find a retraction's decision again."""
+        ``pane``: its identity (key, start, end, index), to find a retraction's decision again (a JSON
+        value, with tuples for lists, for ``snapshot``)."""
         if not provisional:
             return timing
         if retraction:
             if pane in self.late_panes:
-                self.late_panes.discard(pane)
+                del self.late_panes[pane]
                 return Timing.LATE.value
             return Timing.ON_TIME.value
         if not rules.on_time_reached(window_end, self.output[phase]):
@@ -78,5 +103,11 @@ class StageWatermarks:
         if provisional == 2:
             return None
         if self.retracting:
-            self.late_panes.add(pane)
+            lateness = self.allowed_lateness
+            self.late_panes[pane] = END_OF_INPUT if lateness is None else rules.expiry(window_end, lateness)
         return Timing.LATE.value
+
+
+def _hashable(value: object) -> Hashable:
+    """A JSON value with its lists as tuples."""
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value

@@ -10,7 +10,7 @@ no window (``N``: their arrival number and input, for the account of every recor
 
 With allowed lateness a pane's timing hangs on the holds of every bucket: each bucket runs a partial
 runner, marks the panes it cannot decide (``PROV``) and reports its earliest hold as each phase of
-the step began (``HOLDS``); the driver decides those panes (``stream.StagesStream.settle``), as the
+the step began (``HOLDS``); the driver decides those panes (``timing.StageTimings``), as the
 single-stage stateful plan does.
 """
 

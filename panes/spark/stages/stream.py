@@ -158,7 +158,7 @@ class StagesStream:
             rows, hold = self.step(stage, step, batch, stage_rows, prior, here)
             cached.append(rows)
             if decides_on_driver(stage):
-                rows = self.timings.setdefault(stage.name, StageTimings(self.graph, stage)).settle(rows)
+                rows = self.timings.setdefault(stage.name, StageTimings(self.graph, stage)).settle(rows, schema=OUTPUT)
             after.stages[stage.name] = {"watermark": wm, "output": min(wm, wm if hold is None else hold)}
             stage_rows[stage.name] = rows
             letters.append(rows.filter(F.col(KIND) == "D").withColumn(STAGE_INDEX, F.lit(i)))

@@ -1,55 +1,52 @@
 """The driver's side of a stage's output watermark on Spark: the timing of the panes a bucket could
-not decide (``buckets.PROV``), from every bucket's report of its holds (``buckets.HOLDS``), as the
-core decides it for the whole stage (``core.engine.parts.StageWatermarks``). A restarted query
-starts without the reports of the buckets that have not run since: until they run, their holds
-count as none (as on the single-stage stateful plan)."""
+not decide (``buckets.PROV``), from every bucket's report of its holds (``buckets.HOLDS``), decided
+by ``settling.Settler`` over the stage's output rows (``StageRows``)."""
 
 from __future__ import annotations
 
 import json
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
-from ...core.engine.parts import PartReport, StageWatermarks
+from ...core.engine.parts import PartReport
 from ...core.stages import Stage, StageGraph, StageRunner
 from ..columns import BUCKET
-from .buckets import CONTRIB, HOLDS, KIND, OUTPUT, PART_WATERMARK, PROV, ROW, STEP_PHASE, SUB, WE, dumps
+from ..settling import Provisional, RowLayout, Settler
+from .buckets import CONTRIB, HOLDS, KIND, PART_WATERMARK, PROV, ROW, STEP_PHASE, SUB, WE, dumps
 
 
-class StageTimings:
-    """One stage's provisional panes decided, micro-batch after micro-batch."""
+class StageRows(RowLayout):
+    """A stage's output rows (``buckets.OUTPUT``): a pane's record is JSON text (``ROW``); the rows
+    of one pane (a merge's table) take one decision."""
+
+    kind, provisional = KIND, PROV
+
+    def report(self, row: dict) -> PartReport | None:
+        # (a bucket without holds to report: none)
+        return PartReport(row[BUCKET], row[PART_WATERMARK], tuple(row[HOLDS])) if row[HOLDS] else None
+
+    def order(self, row: dict) -> tuple:
+        return (row[STEP_PHASE], row[BUCKET], row[SUB])
+
+    def pane(self, row: dict) -> Provisional:
+        record = json.loads(row[ROW])
+        pane = (row[CONTRIB], record["pane_index"])
+        return Provisional(
+            row[PROV],
+            record["timing"],
+            row[STEP_PHASE],
+            row[WE],
+            pane,
+            record["retraction"],
+            (*pane, record["retraction"]),
+        )
+
+    def decided(self, row: dict, timing: str) -> dict:
+        return {**row, ROW: dumps({**json.loads(row[ROW]), "timing": timing}), PROV: 0}
+
+
+class StageTimings(Settler):
+    """One stage's provisional panes decided, micro-batch after micro-batch (what it keeps between
+    them: ``snapshot``, kept by ``stream.StagesStream`` with the micro-batch's watermarks)."""
 
     def __init__(self, graph: StageGraph, stage: Stage):
-        retracting = StageRunner(graph, stage).pipeline.accumulation == "retracting"
-        self.watermarks = StageWatermarks(retracting=retracting)
-
-    def settle(self, rows: DataFrame) -> DataFrame:
-        """The stage's output rows of a micro-batch (cached) with its provisional panes decided: they
-        and the reports are collected (few rows), decided and put back beside the others; an empty
-        pane decided LATE is left out."""
-        side = [r.asDict() for r in rows.filter((F.col(KIND) == "H") | (F.col(PROV) > 0)).collect()]
-        reports = [PartReport(r[BUCKET], r[PART_WATERMARK], tuple(r[HOLDS] or ())) for r in side if r[KIND] == "H"]
-        self.watermarks.bundle(r for r in reports if r.holds)
-        decided = self.decide([r for r in side if r[KIND] == "P"])
-        settled = rows.filter(F.coalesce(F.col(PROV), F.lit(0)) == 0)
-        if not decided:
-            return settled
-        return settled.unionByName(rows.sparkSession.createDataFrame(decided, schema=OUTPUT))
-
-    def decide(self, panes: list[dict]) -> list[dict]:
-        """Provisional pane rows, decided in the order the stage emitted them; the rows of one pane
-        (a merge's table) take one decision."""
-        out: list[dict] = []
-        decided: dict[tuple, str | None] = {}
-        for r in sorted(panes, key=lambda r: (r[STEP_PHASE], r[BUCKET], r[SUB])):
-            record = json.loads(r[ROW])
-            pane = (r[CONTRIB], record["pane_index"], record["retraction"])
-            if pane not in decided:
-                decided[pane] = self.watermarks.timing(
-                    r[PROV], record["timing"], r[STEP_PHASE], r[WE], pane[:2], record["retraction"]
-                )
-            timing = decided[pane]
-            if timing is not None:
-                out.append({**r, ROW: dumps({**record, "timing": timing}), PROV: 0})
-        return out
+        p = StageRunner(graph, stage).pipeline
+        super().__init__(StageRows(), p.accumulation == "retracting", p.allowed_lateness)
