@@ -169,8 +169,8 @@ class StatefulStreamResult(WindowedResult):
     """Streaming input on the stateful plan: ``panes`` and ``dead_letters`` are streaming
     DataFrames, both from ``combined`` (one query computes both: ``write_stream`` writes each to
     its callback). With allowed lateness, ``write_stream`` decides the timing of the panes that
-    other buckets' holds may keep ON_TIME (``stateful_timing.OutputWatermarks``); the streaming ``panes``
-    gives them ON_TIME, as their bucket alone would not."""
+    other buckets' holds may keep ON_TIME (``stateful_timing.OutputWatermarks``, its decisions kept in
+    the checkpoint); the streaming ``panes`` gives them ON_TIME, as their bucket alone would not."""
 
     def __init__(self, plan: str, combined: DataFrame, pipeline: Pipeline, input_schema: ST.StructType):
         super().__init__(plan)
@@ -206,12 +206,13 @@ class StatefulStreamResult(WindowedResult):
         **trigger: Any,
     ) -> StreamingQuery:
         p, schema, view = self.pipeline, self.input_schema, self.view
-        # (with allowed lateness, the provisional panes are decided here: see ``stateful``)
-        watermarks = OutputWatermarks(p) if p.allowed_lateness > 0 else None
+        # (with allowed lateness, the provisional panes are decided here, what the decisions keep
+        # written to the checkpoint per micro-batch: see ``settling``)
+        watermarks = OutputWatermarks(p, checkpoint) if p.allowed_lateness > 0 else None
 
         def each(batch: DataFrame, batch_id: int) -> None:
             batch = batch.cache()
-            settled = batch if watermarks is None else watermarks.settle(batch)
+            settled = batch if watermarks is None else watermarks.settle(batch, batch_id)
             if is_sql(p):  # the query runs now: a pane it fails on sends its rows to the dead letters
                 panes, failed = sql_panes_of(settled, p, schema, view)
                 on_panes(panes, batch_id)

@@ -190,3 +190,112 @@ def test_a_stage_of_a_multi_stage_pipeline_takes_its_timing_from_every_buckets_h
     core = replay_stages_core(scenario)
     assert core.panes[0]["k"] == "k0" and core.panes[0]["timing"] == ("ON_TIME" if held else "LATE")
     assert replay_stages_spark(scenario, buckets=4, spark=spark).panes == core.panes
+
+
+RETRACTING = {**PIPELINE, "trigger": {"repeatedly": {"after_count": 2}}, "accumulation": "retracting"}
+#: a record of k1 moves the watermark to 30 s; two of k0 make its window [10 s, 20 s) fire a LATE
+#: pane (decided on the driver: its bucket alone cannot tell); two more retract it
+STEPS = [
+    [{"k": "k1", "v": 1, "t": 30_000}],
+    [{"k": "k0", "v": 2, "t": 12_000}, {"k": "k0", "v": 3, "t": 13_000}],
+    [{"k": "k0", "v": 4, "t": 14_000}, {"k": "k0", "v": 5, "t": 15_000}],
+]
+
+
+def _run_steps(spark, src, checkpoint, steps: range, seen: dict) -> int:
+    """One query over the files of ``steps`` (written as it goes), k0's panes kept per micro-batch
+    (a micro-batch run again replaces its own); the last micro-batch Spark committed."""
+    df = spark.readStream.schema("k STRING, v LONG, t LONG").option("maxFilesPerTrigger", 1).json(str(src))
+    result = panes.window(df, RETRACTING, buckets=8, plan="stateful")
+
+    def keep(d, i):
+        # (in the order the engine emits them: a retraction before its window's next pane)
+        rows = [(r.timing, r.pane_index, r.retraction, r.s) for r in d.filter(F.col("k") == "k0").collect()]
+        seen[i] = sorted(rows, key=lambda r: (r[1], not r[2]))
+
+    q = result.write_stream(keep, lambda d, i: None, checkpoint=str(checkpoint))
+    try:
+        q.processAllAvailable()  # (what is there already: a micro-batch to run again)
+        for n in steps:
+            path = src / f"b{n}.json"
+            path.write_text("\n".join(json.dumps(r) for r in STEPS[n]) + "\n")
+            os.utime(path, (1_600_000_000 + n,) * 2)
+            q.processAllAvailable()
+    finally:
+        q.stop()
+    return max(int(f.name) for f in (checkpoint / "commits").iterdir() if f.name.isdigit())
+
+
+def test_a_restarted_query_decides_a_late_panes_retraction_as_one_run_does(spark, tmp_path):
+    # issue 32: the driver's decisions live in the checkpoint. The query stops between k0's LATE
+    # pane and its retraction, and its last micro-batch is run again (its commit removed, as a kill
+    # before Spark wrote it leaves it): the panes of one uninterrupted query
+    whole: dict = {}
+    (tmp_path / "a").mkdir()
+    _run_steps(spark, tmp_path / "a", tmp_path / "ck-a", range(3), whole)
+    assert [p for i in sorted(whole) for p in whole[i]] == [
+        ("LATE", 0, False, 5),
+        ("LATE", 0, True, 5),
+        ("LATE", 1, False, 14),
+    ]
+    parts: dict = {}
+    (tmp_path / "b").mkdir()
+    last = _run_steps(spark, tmp_path / "b", tmp_path / "ck-b", range(2), parts)
+    assert parts[last] == [("LATE", 0, False, 5)]
+    for name in (str(last), f".{last}.crc"):
+        (tmp_path / "ck-b" / "commits" / name).unlink()
+    _run_steps(spark, tmp_path / "b", tmp_path / "ck-b", range(2, 3), parts)
+    assert parts == whole
+
+
+def test_a_stage_decides_from_its_checkpoint_not_from_driver_memory(spark, monkeypatch):
+    # a multi-stage pipeline's stage: every micro-batch starts from a driver that forgot everything
+    # (as after a restart); its LATE pane's retraction is still LATE, as in the core
+    from panes.spark.stages.stream import StagesStream
+
+    run = StagesStream.run
+
+    def forgetful(self, *args, **kwargs):
+        self.timings = {}
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(StagesStream, "run", forgetful)
+    stage = {k: v for k, v in RETRACTING.items() if k != "event_time"}
+    scenario = load_stage_scenario(
+        {
+            "pipeline": {
+                "inputs": {"ev": {"event_time": "t", "watermark": {"punctuation": True}}},
+                "stages": [{"name": "s", "from": "ev", **stage}],
+                "output": "s",
+            },
+            "timeline": [
+                {"watermark": 30_000},
+                {"add": [{"k": "k0", "v": 2, "t": 12_000}, {"k": "k0", "v": 3, "t": 13_000}]},
+                {"add": [{"k": "k0", "v": 4, "t": 14_000}, {"k": "k0", "v": 5, "t": 15_000}]},
+                {"end": True},
+            ],
+        }
+    )
+    core = replay_stages_core(scenario)
+    assert [(p["timing"], p["pane_index"], p["retraction"], p["s"]) for p in core.panes] == [
+        ("LATE", 0, False, 5),
+        ("LATE", 0, True, 5),
+        ("LATE", 1, False, 14),
+    ]
+    assert replay_stages_spark(scenario, buckets=4, spark=spark).panes == core.panes
+
+
+def test_a_micro_batch_run_again_reads_the_decisions_of_the_one_before(tmp_path):
+    # (no Spark session) the store keeps a micro-batch's snapshot and the one before; a micro-batch
+    # run again reads the one before its own, and drops what a run it replaces wrote after it
+    from panes.spark.settling import DecisionStore
+
+    store = DecisionStore(f"file://{tmp_path}")
+    assert store.before(0) is None
+    for batch_id in range(4):
+        store.write(batch_id, {"batch": batch_id})
+    assert store.versions() == [2, 3]
+    assert store.before(3) == {"batch": 2} and store.before(9) == {"batch": 3}
+    store.write(2, {"batch": "again"})
+    assert store.versions() == [2] and store.before(3) == {"batch": "again"}
+    assert DecisionStore("s3a://bucket/ck").root is None  # (another file system: kept in memory only)

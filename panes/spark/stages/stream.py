@@ -10,8 +10,9 @@ upstream's output watermark; for a merge the earlier of the two. Each stage's st
 and window, which are independent), its rows being the micro-batch's records of its inputs and the
 panes the stages before it emitted in this micro-batch. Each bucket's state is a pickled
 ``EngineState`` in a Parquet table under the checkpoint, ``panes_stages/v<batch>/<stage>``, next to
-``meta.json`` (the watermarks after the micro-batch, written last): a micro-batch that Spark runs
-again after a failure reads the version before it, so it computes the same panes and state.
+``meta.json`` (the watermarks after the micro-batch and the stages' decisions, written last): a
+micro-batch that Spark runs again after a failure reads the version before it, so it computes the
+same panes and state.
 """
 
 from __future__ import annotations
@@ -63,11 +64,13 @@ STATE_DIR = "panes_stages"
 @dataclass
 class Watermarks:
     """The driver's state after a micro-batch: each input's watermark and largest event time,
-    each stage's watermark and output watermark, the clock."""
+    each stage's watermark and output watermark, the clock, and what a stage that decides its
+    provisional panes on the driver keeps (``StageWatermarks.snapshot``)."""
 
     inputs: dict[str, dict] = field(default_factory=dict)
     stages: dict[str, dict] = field(default_factory=dict)
     clock: int | None = None
+    decisions: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def first(cls, graph: StageGraph) -> Watermarks:
@@ -126,7 +129,7 @@ class StagesStream:
         if not prior:
             return Watermarks.first(self.graph), None
         meta = json.loads((self.root / f"v{prior[-1]}" / "meta.json").read_text())
-        return Watermarks(meta["inputs"], meta["stages"], meta.get("clock")), prior[-1]
+        return Watermarks(meta["inputs"], meta["stages"], meta.get("clock"), meta.get("decisions", {})), prior[-1]
 
     def clean(self, batch_id: int) -> None:
         """Keeps this version and the one before (Spark may run this micro-batch again)."""
@@ -157,8 +160,11 @@ class StagesStream:
             )
             rows, hold = self.step(stage, step, batch, stage_rows, prior, here)
             cached.append(rows)
-            if decides_on_driver(stage):
-                rows = self.timings.setdefault(stage.name, StageTimings(self.graph, stage)).settle(rows, schema=OUTPUT)
+            if decides_on_driver(stage):  # (from what the version before kept: a micro-batch run again decides alike)
+                timings = self.timings.setdefault(stage.name, StageTimings(self.graph, stage))
+                timings.restore(marks.decisions.get(stage.name))
+                rows = timings.settle(rows, schema=OUTPUT)
+                after.decisions[stage.name] = timings.watermarks.snapshot()
             after.stages[stage.name] = {"watermark": wm, "output": min(wm, wm if hold is None else hold)}
             stage_rows[stage.name] = rows
             letters.append(rows.filter(F.col(KIND) == "D").withColumn(STAGE_INDEX, F.lit(i)))
@@ -170,7 +176,8 @@ class StagesStream:
             on_dead_letters(out.dead_letters, batch_id)
         if on_panes is not None:
             on_panes(out.panes, batch_id)
-        (here / "meta.json").write_text(json.dumps({"inputs": after.inputs, "stages": after.stages, "clock": clock}))
+        meta = {"inputs": after.inputs, "stages": after.stages, "clock": clock, "decisions": after.decisions}
+        (here / "meta.json").write_text(json.dumps(meta))
         self.clean(batch_id)
         return out
 
