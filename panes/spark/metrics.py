@@ -8,8 +8,9 @@ they add up to).
   (``event_time_min``/``_max``: a run warns when they look like another unit); on the native plan
   also ``in_window`` and ``in_no_window`` (valid records with a window, and in a hopping gap).
 - ``OUTPUT`` (stateful plan), on the processor's output: ``counted`` and ``in_no_window`` as the
-  engine counted them (its count rows), ``panes``, and one count per reason the engine gives
-  (``late``, ``window_closed``, ``window_pipeline_failed``: ``ENGINE_REASONS``).
+  engine counted them (its count rows), ``panes`` and ``undecided_empty_panes`` (``output_counts``),
+  and one count per reason the engine gives (``late``, ``window_closed``, ``window_pipeline_failed``:
+  ``ENGINE_REASONS``).
 
 On the native plan lateness is decided per micro-batch inside ``foreachBatch``, where Spark collects
 no observed metrics: its records counted are ``in_window`` less the late dead letters its sink
@@ -70,13 +71,19 @@ def numeric_event_time(schema: ST.StructType, column: str | None) -> Column | No
     return None
 
 
-def output_counts(kind: str, reason: str, counted: str, in_no_window: str) -> list[Column]:
+def output_counts(kind: str, reason: str, counted: str, in_no_window: str, provisional: str) -> list[Column]:
     """The ``OUTPUT`` metrics of the stateful plan's output (the columns of its kind of row, a dead
-    letter's reason, and the engine's counts on its count rows)."""
+    letter's reason, the engine's counts on its count rows, a pane's ``Pane.provisional``).
+    ``panes``: the pane rows written whatever the driver decides; an empty pane whose timing
+    hangs on other buckets' holds is written only if the driver decides it ON_TIME (an empty LATE
+    pane is not emitted), after Spark observed the micro-batch: ``undecided_empty_panes``."""
+    pane = F.col(kind) == F.lit("P")
+    undecided = pane & (F.coalesce(F.col(provisional), F.lit(0)) == 2)
     return [
         F.coalesce(F.sum(counted), F.lit(0)).alias("counted"),
         F.coalesce(F.sum(in_no_window), F.lit(0)).alias("in_no_window"),
-        F.count_if(F.col(kind) == F.lit("P")).alias("panes"),
+        F.count_if(pane & ~undecided).alias("panes"),
+        F.count_if(undecided).alias("undecided_empty_panes"),
         *[F.count_if((F.col(kind) == F.lit("D")) & (F.col(reason) == F.lit(r))).alias(r) for r in ENGINE_REASONS],
     ]
 

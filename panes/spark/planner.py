@@ -52,7 +52,15 @@ from .native.names import ROW_COUNTS, ROW_IN_WINDOW
 from .native.step import NativeStep
 from .native.windows import window_plan, window_reads
 from .results import BoundedResult, NativeStreamResult, StatefulStreamResult, WindowedResult
-from .stateful import COUNT_COLUMNS, KIND, BucketProcessor, dead_letters_of, output_schema, restore_integers
+from .stateful import (
+    COUNT_COLUMNS,
+    KIND,
+    PROVISIONAL,
+    BucketProcessor,
+    dead_letters_of,
+    output_schema,
+    restore_integers,
+)
 from .window_pipeline import (
     FIXED_WINDOWS,
     assigned_rows,
@@ -354,7 +362,7 @@ def _stateful_stream(
     combined = prepared.groupBy(bucket_alias).transformWithStateInPandas(
         statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime"
     )
-    return combined.observe(metrics.OUTPUT, *metrics.output_counts(KIND, "dl_reason", *COUNT_COLUMNS))
+    return combined.observe(metrics.OUTPUT, *metrics.output_counts(KIND, "dl_reason", *COUNT_COLUMNS, PROVISIONAL))
 
 
 # -- batch -----------------------------------------------------------------------------------------------

@@ -299,3 +299,35 @@ def test_a_micro_batch_run_again_reads_the_decisions_of_the_one_before(tmp_path)
     store.write(2, {"batch": "again"})
     assert store.versions() == [2] and store.before(3) == {"batch": "again"}
     assert DecisionStore("s3a://bucket/ck").root is None  # (another file system: kept in memory only)
+
+
+def test_the_observed_panes_are_the_panes_written_and_the_undecided_empty_ones_apart(spark, tmp_path):
+    # issue 26: a's window [16 s, 20 s) fires an EARLY pane at its second record; when b's record
+    # moves the watermark past its expiry its last pane is empty, its timing the driver's: LATE,
+    # not written. Spark observed it before the driver decided: apart, as undecided_empty_panes
+    src = tmp_path / "in"
+    src.mkdir()
+    pipeline = {
+        **PIPELINE,
+        "window": {"tumbling": {"size": 4000}},
+        "allowed_lateness": 10_000,
+        "trigger": {"repeatedly": {"after_count": 2}},
+    }
+    df = spark.readStream.schema("k STRING, v LONG, t LONG").option("maxFilesPerTrigger", 1).json(str(src))
+    result = panes.window(df, pipeline, buckets=8, plan="stateful")
+    written: list = []
+    q = result.write_stream(
+        lambda d, i: written.extend(r.asDict() for r in d.collect()), lambda d, i: None, str(tmp_path / "ck")
+    )
+    try:
+        for n, (k, v, t) in enumerate([("a", 4, 18_464), ("a", 5, 19_902), ("b", 1, 40_000)]):
+            path = src / f"b{n}.json"
+            path.write_text(json.dumps({"k": k, "v": v, "t": t}) + "\n")
+            os.utime(path, (1_600_000_000 + n,) * 2)
+            q.processAllAvailable()
+        progress = [p["observedMetrics"]["panes_output"] for p in q.recentProgress if p.get("observedMetrics")]
+    finally:
+        q.stop()
+    assert [(r["k"], r["timing"], r["pane_index"], r["s"]) for r in written] == [("a", "EARLY", 0, 9)]
+    assert sum(m["panes"] for m in progress) == len(written) == 1
+    assert sum(m["undecided_empty_panes"] for m in progress) == 1
