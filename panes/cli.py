@@ -156,7 +156,13 @@ def validate(spec: str) -> None:
         click.echo(f"{spec}: valid replay scenario")
         return
     if is_stages_document(doc):
+        from .stage_checkpoint import run_errors
+
         ms = load_stages_run_spec(spec)
+        # (its sources and outputs, as ``panes run`` checks them, without creating a directory)
+        errors = run_errors(ms)
+        if errors:
+            raise SpecError.of(errors)
         click.echo(f"{spec}: valid ({ms.mode}, {len(ms.stages)} stages, output {ms.to_graph().output_stage.name})")
         return
     s = load_run_spec(spec)

@@ -74,7 +74,10 @@ def run_stages_command(
 def run_batch(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con) -> dict:
     graph = spec.to_graph()
     res = stages_batch(
-        {n: read_batch(spark, i.source) for n, i in spec.inputs.items()}, graph, buckets=spec.spark.buckets
+        {n: read_batch(spark, i.source) for n, i in spec.inputs.items()},
+        graph,
+        buckets=spec.spark.buckets,
+        account=True,
     )
     if progress:
         con.print(f"[bold]panes[/bold] {res.plan}")
@@ -83,9 +86,10 @@ def run_batch(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con
     write_batch(panes.orderBy("window_end", "window_start", *graph.output_stage.key), spec.sink, title="panes")
     if n_dead:
         write_batch(dead, dl_sink, title="dead letters")
+    account = res.accounting or GraphAccounting()
     if progress:
-        con.print(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters")
-    return {"panes": n_panes, "dead_letters": n_dead, "batches": 1}
+        con.print(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters; {account.summary()}")
+    return {**account.as_dict(), "panes": n_panes, "dead_letters": n_dead, "batches": 1}
 
 
 def sink(target: SinkSpec, what: str, counts: dict):

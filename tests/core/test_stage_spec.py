@@ -4,6 +4,7 @@ runs (and together); panes validate prints them, exit code 2."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 from click.testing import CliRunner
@@ -183,4 +184,29 @@ def test_a_step_needs_its_input_when_there_are_two(tmp_path):
     assert result.output.splitlines() == [
         "error: timeline[0].input: required: the pipeline has inputs ['a', 'b']",
         "error: timeline[1].input: no input 'c'; the inputs are ['a', 'b']",
+    ]
+
+
+def test_validate_checks_a_run_specs_sources_and_outputs(tmp_path):
+    # issue 28: as panes run does before Spark starts, each input's source and where it writes
+    data = tmp_path / "bids"
+    data.mkdir()
+    (data / "part-0.json").write_text('{"auction": 1, "ts": "2024-01-01T00:00:00Z"}\n')
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    run = {"mode": "batch", "sink": {"format": "json", "path": str(tmp_path / "out")}}
+    doc = copy.deepcopy(Q5)
+    doc["inputs"]["bids"]["source"] = {"format": "json", "path": str(data)}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({**doc, **run}))
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert (result.exit_code, result.output) == (0, f"{path}: valid (batch, 3 stages, output q5)\n")
+    assert not (tmp_path / "out").exists()  # (nothing created)
+    doc["inputs"]["bids"]["source"]["path"] = str(tmp_path / "nowhere")
+    path.write_text(json.dumps({**doc, **run, "dead_letter": {"format": "json", "path": str(blocker / "dead")}}))
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        f"error: inputs.bids.source.path: no such file or directory: {tmp_path / 'nowhere'}",
+        f"error: dead_letter.path: cannot write to {blocker / 'dead'}: {blocker} is a file, not a directory",
     ]

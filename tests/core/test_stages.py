@@ -283,6 +283,44 @@ def test_every_input_record_is_counted_once_across_the_stages_that_read_it():
     )
 
 
+#: two stages keyed on k read one input: a record without k is a dead letter at both
+TWO_KEYED_READERS = {
+    "pipeline": {
+        "inputs": {"events": {"event_time": "t", "watermark": {"punctuation": True}}},
+        "stages": [
+            {
+                "name": "per_k",
+                "from": "events",
+                "key": "k",
+                "window": {"tumbling": {"size": 10_000}},
+                "aggregates": {"n": {"count": "*"}},
+            },
+            {
+                "name": "sums",
+                "from": "events",
+                "key": "k",
+                "window": {"tumbling": {"size": 10_000}},
+                "aggregates": {"v": {"sum": "v"}},
+            },
+        ],
+        "output": "sums",
+    },
+    "timeline": [{"add": [{"k": "a", "t": 1000, "v": 1}, {"t": 2000, "v": 2}]}, {"end": True}],
+}
+
+
+def test_a_record_dead_lettered_at_two_stages_is_one_dead_letter_as_it_is_counted():
+    # issue 28: a missing key at both stages that read the record (as late at both): one dead
+    # letter, the first stage's, as the input's account counts it
+    result = replay_stages_core(load_stage_scenario(TWO_KEYED_READERS))
+    assert [(d["reason"], d["stage"], d["record"]) for d in result.dead_letters] == [
+        ("missing_key", "per_k", {"t": 2000, "v": 2})
+    ]
+    a = result.accounting.inputs["events"]
+    assert (a.records_in, a.counted, dict(a.reasons)) == (2, 1, {"missing_key": 1})
+    assert len(result.dead_letters) == a.dead_letters
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_replay_accounts_for_every_record_of_each_input(path):
     if path.stem == "user_merge":

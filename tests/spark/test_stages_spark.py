@@ -177,24 +177,28 @@ def _read(spark, path: Path) -> list[dict]:
     return [r.asDict() for r in spark.read.json(str(path)).collect()] if path.exists() else []
 
 
-def test_panes_run_stream_and_batch_give_the_same_final_answer(spark, tmp_path):
+def test_panes_run_stream_and_batch_give_the_same_final_answer(spark, tmp_path, capsys):
     results = {}
     for mode in ("stream", "batch"):
         doc = _run_spec(tmp_path / mode, mode)
-        counts = run_stages(parse_stages_run_spec(doc), spark=spark, progress=False)
+        counts = run_stages(parse_stages_run_spec(doc), spark=spark, progress=mode == "batch")
         panes_ = _read(spark, Path(doc["sink"]["path"]))
         results[mode] = sorted((p["id"], p["window_start"], p["name"], p["auctions"]) for p in panes_)
         dead = _read(spark, Path(doc["dead_letter"]["path"]))
         assert [(d["reason"], d["input"]) for d in dead] == [("invalid_event_time", "persons")]
         assert counts["dead_letters"] == 1
-        if mode == "stream":  # every record accounted for, per input
-            persons, auctions = counts["inputs"]["persons"], counts["inputs"]["auctions"]
-            assert (persons["records_in"], persons["counted"], persons["reasons"]) == (
-                4,
-                3,
-                {"invalid_event_time": 1},
-            )
-            assert (auctions["records_in"], auctions["counted"], auctions["dead_letters"]) == (4, 4, 0)
+        # every record accounted for, per input, in a stream and in a batch
+        persons, auctions = counts["inputs"]["persons"], counts["inputs"]["auctions"]
+        assert (persons["records_in"], persons["counted"], persons["reasons"]) == (
+            4,
+            3,
+            {"invalid_event_time": 1},
+        )
+        assert (auctions["records_in"], auctions["counted"], auctions["dead_letters"]) == (4, 4, 0)
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "done: 2 panes, 1 dead letters; persons: records in 4 = 3 counted + 1 dead letters (invalid_event_time 1) "
+        "+ 0 in no window; auctions: records in 4 = 4 counted + 0 dead letters + 0 in no window"
+    )
     assert (
         results["stream"]
         == results["batch"]
@@ -296,3 +300,17 @@ def test_a_pane_kept_on_time_by_another_bucket_holds_is_on_time(spark):
     core = [(p["k"], p["timing"]) for p in replay_stages_core(scenario).panes]
     assert core == [("k0", "ON_TIME"), ("k1", "ON_TIME")]
     assert [(p["k"], p["timing"]) for p in replay_stages_spark(scenario, buckets=2, spark=spark).panes] == core
+
+
+def test_a_record_dead_lettered_at_two_stages_is_one_dead_letter_on_spark(spark):
+    # issue 28: a record without the key of the two stages that read it: one dead letter, the
+    # first stage's, as the account counts it (as in the core)
+    from tests.core.test_stages import TWO_KEYED_READERS
+
+    scenario = load_stage_scenario(TWO_KEYED_READERS)
+    core = replay_stages_core(scenario)
+    on_spark = replay_stages_spark(scenario, spark=spark)
+    assert [(d["reason"], d["stage"]) for d in on_spark.dead_letters] == [("missing_key", "per_k")]
+    assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
+    assert on_spark.accounting.as_dict() == core.accounting.as_dict()
+    assert on_spark.accounting.inputs["events"].dead_letters == 1

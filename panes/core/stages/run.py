@@ -190,11 +190,12 @@ def record_columns(records: list[dict], strategy) -> list[str]:
 
 
 def once(letters: list[StageLetter]) -> list[StageLetter]:
-    """A record late at several stages that read its input: its first dead letter only."""
+    """A record dead-lettered at several stages that read its input (late, a missing key...): its
+    first dead letter only, the one its input's account counts (``accounts.input_account``)."""
     seen: set = set()
     out = []
     for d in letters:
-        if d.seq is not None and d.letter.reason == rules.Reason.LATE:
+        if d.seq is not None:
             if (d.input, d.seq) in seen:
                 continue
             seen.add((d.input, d.seq))

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ...core.stages import StageGraph
+from ...core.stages.accounts import GraphAccounting
 from ...core.triggers import Never
 from ..columns import CLOCK, DETAIL, INVALID, PUNCT, SPARK_END_MS, TS
 from ..connect import ConnectRefusal, is_connect
@@ -60,6 +61,8 @@ class StagesResult:
         self.graph, self.schemas, self.source, self.buckets = graph, schemas, source, buckets
         self.frames, self.dead = frames, dead
         self.plan = EXPLAIN
+        #: bounded inputs (``stages_batch(account=True)``): where each input's records went
+        self.accounting: GraphAccounting | None = None
 
     def schema(self, stage: str | None = None) -> ST.StructType:
         """A stage's panes' schema (the output stage's by default)."""
@@ -168,8 +171,11 @@ def final_answer(graph: StageGraph) -> StageGraph:
     )
 
 
-def stages_batch(frames: dict[str, DataFrame], graph: StageGraph, buckets: int = 8) -> StagesResult:
-    """The final answer over bounded inputs: the stream's step once, then the end of every input."""
+def stages_batch(
+    frames: dict[str, DataFrame], graph: StageGraph, buckets: int = 8, account: bool = False
+) -> StagesResult:
+    """The final answer over bounded inputs: the stream's step once, then the end of every input.
+    ``account``: the result's ``accounting`` says where each input's records went (two small jobs)."""
     spark = next(iter(frames.values())).sparkSession
     final = final_answer(with_columns(graph, {n: df.schema for n, df in frames.items()}))
     rows = transported(frames, final)
@@ -185,9 +191,8 @@ def stages_batch(frames: dict[str, DataFrame], graph: StageGraph, buckets: int =
     )
     checkpoint = tempfile.mkdtemp(prefix="panes-stages-batch-")
     try:
-        out = StagesStream(final, {n: df.schema for n, df in frames.items()}, checkpoint, buckets).run(
-            rows.unionByName(end_rows), 0
-        )
+        stream = StagesStream(final, {n: df.schema for n, df in frames.items()}, checkpoint, buckets, account=account)
+        out = stream.run(rows.unionByName(end_rows), 0)
     finally:
         shutil.rmtree(checkpoint, ignore_errors=True)
     # (every stage's rows are cached: the result reads them, not the inputs again)
@@ -196,4 +201,5 @@ def stages_batch(frames: dict[str, DataFrame], graph: StageGraph, buckets: int =
         final, {n: df.schema for n, df in frames.items()}, None, buckets, frames_out, out.dead_letters.select(ROW)
     )
     result.plan = BATCH_EXPLAIN
+    result.accounting = out.accounting
     return result

@@ -325,15 +325,16 @@ def json_field(column: str, name: str):
 
 
 def once(letters: list[DataFrame]) -> DataFrame:
-    """Every dead letter, a record late at several stages that read its input only at the first."""
+    """Every dead letter, a record dead-lettered at several stages that read its input (late, a
+    missing key...) only at the first, the one its input's account counts (``accounts``)."""
     cols = [KIND, STAGE_INDEX, SUB, ROW, SEQ, LETTER_INPUT, LATE]
     union = functools.reduce(lambda a, b: a.unionByName(b), [d.select(*cols) for d in letters])
-    late = F.col(LATE) & F.col(SEQ).isNotNull()
+    of_record = F.col(SEQ).isNotNull()
     first = (
-        union.filter(late)
+        union.filter(of_record)
         .groupBy(LETTER_INPUT, SEQ)
         .agg(F.min_by(F.struct(*[c for c in cols if c not in (LETTER_INPUT, SEQ)]), F.col(STAGE_INDEX)).alias("first"))
     )
-    return union.filter(~late).unionByName(
+    return union.filter(~of_record).unionByName(
         first.select(*[F.col("first")[c].alias(c) if c not in (LETTER_INPUT, SEQ) else F.col(c) for c in cols])
     )
