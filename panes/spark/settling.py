@@ -68,18 +68,23 @@ class RowLayout:
 
 class DecisionStore:
     """What the driver keeps between micro-batches, one JSON file per micro-batch under
-    ``<checkpoint>/panes_decisions``: ``v<batch id>.json``, written whole (to a temporary name,
-    then renamed) after the micro-batch decided. A checkpoint on another file system than the
-    driver's keeps nothing: a restarted query starts afresh (holds of buckets that have not run
-    count as none, a LATE pane's retraction comes out ON_TIME)."""
+    ``<checkpoint>/<directory>`` (``panes_decisions`` by default): ``v<batch id>.json``, written
+    whole (to a temporary name, then renamed) after the micro-batch decided. A checkpoint on
+    another file system than the driver's keeps nothing: a restarted query starts afresh (holds of
+    buckets that have not run count as none, a LATE pane's retraction comes out ON_TIME)."""
 
     DIR = "panes_decisions"
 
-    def __init__(self, checkpoint: str | None):
+    def __init__(self, checkpoint: str | None, directory: str = DIR):
         self.root: Path | None = None
         if checkpoint is not None and local_checkpoint_refusal(checkpoint) is None:
             url = urlparse(checkpoint)
-            self.root = Path(url.path if url.scheme == "file" else checkpoint).resolve() / self.DIR
+            self.root = Path(url.path if url.scheme == "file" else checkpoint).resolve() / directory
+
+    @property
+    def keeps(self) -> bool:
+        """Whether it keeps anything (else what the driver keeps stays in its memory)."""
+        return self.root is not None
 
     def versions(self) -> list[int]:
         if self.root is None or not self.root.exists():
@@ -169,7 +174,7 @@ class Settler:
         L = self.layout
         side = F.col(L.kind) == "H"
         undecided = F.coalesce(F.col(L.provisional), F.lit(0)) > 0
-        if self.store is not None and batch_id is not None:
+        if self.store is not None and self.store.keeps and batch_id is not None:
             self.restore(self.store.before(batch_id))
         decided = self.decide(r.asDict() for r in batch.filter(side | undecided).collect())
         if self.store is not None and batch_id is not None:
