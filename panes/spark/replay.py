@@ -29,6 +29,7 @@ from ..core.time import MAX_TIME, MIN_TIME
 from ..scenario import ReplayResult, Scenario
 from .columns import ACTIVE, CLOCK, MALFORMED, SPARK_END_MS
 from .connect import check_in_process_replay, check_stream
+from .failed_rows import FailedRows
 from .native import stream_unsupported
 from .planner import window_stream
 from .results import NativeStreamResult, StatefulStreamResult, WindowedResult
@@ -152,6 +153,7 @@ def _stateful_collector(batches: dict, result: StatefulStreamResult):
     them: the ``_collect`` of a window pipeline decides nothing), with their order."""
     p = result.pipeline
     watermarks = OutputWatermarks(p) if p.allowed_lateness > 0 else None
+    failed_rows = FailedRows(result.input_schema, KIND)
 
     def collect_tables(df, batch_id):
         cached = df.cache()
@@ -159,7 +161,8 @@ def _stateful_collector(batches: dict, result: StatefulStreamResult):
         rows = [r.asDict(recursive=True) for r in df.filter(F.col(KIND) == "D").collect()]
         failed = None
         if is_sql(p):
-            panes, failed = sql_panes_of(df, p, result.input_schema, result.view, ordered=True)
+            panes, failed = sql_panes_of(failed_rows.without(df), p, result.input_schema, result.view, ordered=True)
+            failed_rows.remember(failed, None)
         else:
             panes = panes_of(df, p, result.input_schema, result.view, ordered=True)
         rows += [dict(r.asDict(recursive=True), **{KIND: "P"}) for r in panes.collect()]

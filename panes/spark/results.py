@@ -15,8 +15,9 @@ from pyspark.sql import types as ST
 
 from ..core.pipeline import Pipeline
 from .connect import check_stream, is_connect, local_checkpoint_refusal
+from .failed_rows import FailedRows
 from .session import plan_building
-from .stateful import dead_letters_of, panes_of, sql_panes_of
+from .stateful import KIND, dead_letters_of, panes_of, sql_panes_of
 from .stateful_timing import OutputWatermarks
 from .window_pipeline import is_sql
 
@@ -209,12 +210,16 @@ class StatefulStreamResult(WindowedResult):
         # (with allowed lateness, the provisional panes are decided here, what the decisions keep
         # written to the checkpoint per micro-batch: see ``settling``)
         watermarks = OutputWatermarks(p, checkpoint) if p.allowed_lateness > 0 else None
+        # (the rows a SQL pipeline's query failed on stay in their window: taken out of later panes)
+        failed_rows = FailedRows(schema, KIND, checkpoint) if is_sql(p) else None
 
         def each(batch: DataFrame, batch_id: int) -> None:
             batch = batch.cache()
             settled = batch if watermarks is None else watermarks.settle(batch, batch_id)
-            if is_sql(p):  # the query runs now: a pane it fails on sends its rows to the dead letters
-                panes, failed = sql_panes_of(settled, p, schema, view)
+            if failed_rows is not None:  # the query runs now: a pane it fails on sends its rows to the dead letters
+                failed_rows.load(batch_id)
+                panes, failed = sql_panes_of(failed_rows.without(settled), p, schema, view)
+                failed_rows.remember(failed, batch_id)
                 on_panes(panes, batch_id)
                 dead = dead_letters_of(settled)
                 on_dead_letters(dead if failed is None else dead.unionByName(failed), batch_id)

@@ -198,6 +198,40 @@ def test_a_query_that_fails_at_run_time_on_one_window_sends_its_rows_to_the_dead
     assert {d["detail"].split("]")[0] for d in res.dead_letters} == {"[CAST_INVALID_INPUT"}
 
 
+def test_rows_a_query_failed_on_go_to_the_dead_letters_once_and_leave_later_panes(spark):
+    # issue 31: a pane per record, accumulating: the first pane fails on x; the later panes of the
+    # window hold x again (its state was written before the query ran): taken out, not dead-lettered
+    # again, the later panes run over the rows after it (as in the core)
+    from panes.spark.replay import replay_spark
+
+    scenario = load_scenario(
+        {
+            "pipeline": {
+                "event_time": "t",
+                "key": "k",
+                "window": {"tumbling": {"size": 10}},
+                "trigger": {"repeatedly": {"after_count": 1}},
+                "window_pipeline": {"sql": "SELECT CAST(code AS INT) AS n FROM rows ORDER BY n"},
+            },
+            "timeline": [
+                {"add": [{"k": "b", "t": 2, "code": "x"}]},
+                {"add": [{"k": "b", "t": 3, "code": "8"}]},
+                {"add": [{"k": "b", "t": 4, "code": "9"}]},
+                {"end": True},
+            ],
+        }
+    )
+    res = replay_spark(scenario, spark=spark, plan="stateful")
+    assert [(d["reason"], d["record"]["code"]) for d in res.dead_letters] == [("window_pipeline_failed", "x")]
+    assert [(p["timing"], p["n"]) for p in res.panes] == [
+        ("EARLY", 8),
+        ("EARLY", 8),
+        ("EARLY", 9),
+        ("ON_TIME", 8),
+        ("ON_TIME", 9),
+    ]
+
+
 def test_a_query_spark_cannot_analyse_fails_before_the_stream_starts(spark, tmp_path):
     scenario, records, _ = one_step("window_pipeline_top_n")
     src = tmp_path / "in"
