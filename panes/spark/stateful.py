@@ -171,7 +171,9 @@ class BucketProcessor(StatefulProcessor):
             res = self.engine.advance(st, None, clock, idle=not active)
             self._panes(res.panes, 1, out)
             self._letters(res.dead_letters, 1, out)
-        self._holds(st, holds)
+            self._holds(st, holds)
+        elif self.partial:
+            holds.append(holds[-1])  # (no phase 1: the windows are as phase 1 began)
         # phase 2: the batch's rows
         batch = self._valid_rows(pdf, st, out)
         if batch is not None:
