@@ -145,3 +145,16 @@ def test_a_stateful_checkpoint_of_the_pickled_layout_is_refused_in_one_line(tmp_
     )
     # the native plan keeps no such state
     assert _meaning()["state_format"] is None
+
+
+def test_panes_state_refuses_a_stateful_checkpoint_of_the_pickled_layout(tmp_path):
+    from panes.spec import SpecError
+    from panes.window_state import checkpoint_plan
+
+    path = str(tmp_path / "checkpoint")
+    spec = parse_run_spec({**BASE, "mode": "stream", "checkpoint": path})
+    ck.record(path, {k: v for k, v in ck.state_meaning(spec, "stateful").items() if k != "state_format"})
+    with pytest.raises(SpecError) as e:
+        checkpoint_plan(spec)
+    assert e.value.field == "state_format"
+    assert str(e.value).endswith("than this panes reads (columnar-1); start afresh with a new checkpoint directory")
