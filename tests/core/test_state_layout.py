@@ -54,7 +54,10 @@ scalars = hs.one_of(
     hs.floats(allow_nan=True),
     hs.text(max_size=3),
 )
-values = hs.one_of(scalars, hs.lists(hs.one_of(hs.none(), hs.booleans(), hs.integers(-3, 3)), max_size=2))
+values = hs.one_of(
+    scalars,
+    hs.lists(hs.one_of(hs.none(), hs.booleans(), hs.integers(-3, 3), hs.sampled_from([0.0, -0.0])), max_size=2),
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -67,8 +70,8 @@ def test_a_column_comes_back_with_every_value_and_type(column, repeat):
     assert len({id(v) for v in lists}) == len(lists)  # a window's list is its own
 
 
-def test_equal_lists_of_other_types_are_kept_apart():
-    column = [[False], [0], [False]]
+@pytest.mark.parametrize("column", [[[False], [0], [False]], [[0.0], [-0.0]], [[1], [1.0]]])
+def test_equal_lists_of_other_values_are_kept_apart(column):
     assert snapshot(columnar.decode_column(columnar.encode_column(column))) == snapshot(column)
 
 

@@ -45,7 +45,8 @@ TRIGGER_FIELDS = ("finished", "data", "eow", "clock")
 STATE_FIELDS = tuple(f.name for f in dataclasses.fields(EngineState) if f.name != "keys")
 INT64 = (-(2**63), 2**63 - 1)
 #: the item types of a list that may be stored once for every window that holds an equal one
-FLAT = {bool, int, float, str, type(None)}
+#: (not floats: 0.0 == -0.0)
+FLAT = {bool, int, str, type(None)}
 
 
 class StateFormatError(ValueError):
