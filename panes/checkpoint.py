@@ -3,8 +3,10 @@ stands. Both are checked before a run reads any data.
 
 - ``<checkpoint>/panes/state.json``: the fields of the spec that shape the state (``STATE_FIELDS``:
   the windows, the key, the aggregates or window pipeline, the trigger, the accumulation mode, the
-  lateness, the time column and unit, the plan, the buckets). A run whose spec changes one of them is refused, naming
-  the field; other changes (sinks, paths, the trigger interval, the watermark's delay) are allowed.
+  lateness, the time column and unit, the plan, the buckets, and the stateful plan's state layout,
+  ``state_format``). A run whose spec changes one of them (or a checkpoint whose state another
+  panes laid out) is refused, naming the field; other changes (sinks, paths, the trigger
+  interval, the watermark's delay) are allowed.
 - The input's end: ending the input (every window closes) is a run's explicit choice
   (``--end-input``). It writes control records into the checkpoint's control stream
   (``<checkpoint>/control/end-<n>.json``), then, once every window closed, ``panes/ended.json``
@@ -20,6 +22,7 @@ import os
 import time
 from pathlib import Path
 
+from .core.engine.columnar import FORMAT as STATE_FORMAT
 from .preflight import FILE_FORMATS, local_path
 from .spec import FieldError, RunSpec, SourceSpec
 
@@ -36,6 +39,7 @@ STATE_FIELDS = (
     "event_time",
     "plan",
     "spark.buckets",
+    "state_format",
 )
 PANES_DIR = "panes"
 CONTROL_DIR = "control"
@@ -61,6 +65,8 @@ def state_meaning(spec: RunSpec, plan: str) -> dict:
         "plan": plan,
         # (the native plan keeps no buckets: the number does not shape its state)
         "spark.buckets": spec.spark.buckets if plan == "stateful" else None,
+        # how the stateful plan lays its state out (``core.engine.columnar``; none recorded: pickled)
+        "state_format": STATE_FORMAT if plan == "stateful" else None,
     }
 
 
@@ -79,7 +85,11 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
     if saved is not None:
         old = saved.get("state", {})
         for field in STATE_FIELDS:
-            if _text(old.get(field)) != _text(meaning.get(field)):
+            if field == "state_format" and old.get("plan") != meaning.get("plan"):
+                continue  # (another plan: ``plan`` says so)
+            if field == "state_format" and old.get(field) != meaning.get(field):
+                errors.append(FieldError(field, format_refusal(checkpoint, old.get(field), meaning.get(field), afresh)))
+            elif _text(old.get(field)) != _text(meaning.get(field)):
                 errors.append(
                     FieldError(
                         field,
@@ -108,6 +118,12 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
             )
         )
     return errors
+
+
+def format_refusal(checkpoint: str, old: str | None, new: str | None, afresh: str) -> str:
+    """Why a checkpoint whose state another layout holds cannot be read."""
+    held = old or "pickled, as panes before the columnar layout wrote it"
+    return f"checkpoint {checkpoint} holds its state in another layout ({held}) than this panes reads ({new}); {afresh}"
 
 
 def record(checkpoint: str, meaning: dict) -> None:

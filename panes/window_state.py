@@ -44,6 +44,11 @@ def checkpoint_plan(spec: RunSpec) -> str:
         raise SpecError("checkpoint", f"{saved_path}: unknown plan {plan!r}")
     meaning = ck.state_meaning(spec, plan)
     changed = [f for f in ck.STATE_FIELDS if _text(saved.get(f)) != _text(meaning.get(f))]
+    if changed and changed[0] == "state_format":
+        afresh = "start afresh with a new checkpoint directory"
+        raise SpecError(
+            changed[0], ck.format_refusal(spec.checkpoint, saved.get(changed[0]), meaning[changed[0]], afresh)
+        )
     if changed:
         raise SpecError(
             changed[0],

@@ -5,7 +5,7 @@ it (``panes state``; ``panes.core.open_windows`` says what a row holds).
   lists them. The version's tables are first copied aside (a running query removes versions two
   micro-batches old), then read; each window's partial aggregates are finished as its pane would
   finish them (``Partial.final``), those of a window kept in several tables merged first.
-- Stateful plan: each hash bucket's pickled ``EngineState``, read through Spark's state data source
+- Stateful plan: each hash bucket's ``EngineState`` (``core.engine.columnar``), read through Spark's state data source
   (``format("statestore")``, the ``engine`` value state of the ``transformWithStateInPandas``
   operator) at the last batch in the checkpoint's commit log, and listed by the core.
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 import atexit
 import datetime as dt
 import json
-import pickle
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,6 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ..core import rules
+from ..core.engine import columnar
 from ..core.open_windows import WindowQuery, columns, open_windows
 from ..core.pipeline import Pipeline
 from ..core.time import END_OF_INPUT, MIN_TIME
@@ -34,9 +34,8 @@ from .native.fixed import FixedPlan
 from .native.names import NEW_ELEMENTS, NEXT_PANE_INDEX, STATE_DIR, WINDOW_END, WINDOW_START
 from .native.step import NativeStep
 from .ops import COLUMN
+from .stateful_store import ENGINE_STATE
 
-#: the value state of the stateful plan's processor (``stateful.BucketProcessor``)
-ENGINE_STATE = "engine"
 #: how many times a native version is looked for again when the running query removed it meanwhile
 ATTEMPTS = 5
 
@@ -94,7 +93,7 @@ def stateful_windows(spark: Any, checkpoint: str, p: Pipeline, schema: ST.Struct
         .select(F.col("value").getField("blob"))
         .collect()
     )
-    rows = open_windows(p, (pickle.loads(r[0]) for r in states if r[0] is not None), wm, query)
+    rows = open_windows(p, (columnar.decode(r[0]) for r in states if r[0] is not None), wm, query)
     return spark.createDataFrame([_typed(p, r) for r in rows], state_schema(p, schema))
 
 

@@ -2,8 +2,9 @@
 
 Rows are grouped by a hash bucket of the key (not by key), so one Python call handles all the
 keys of a bucket that have data or due timers in a micro-batch; the bucket's engine state (all its
-keys' windows) is one pickled value in the RocksDB state store. Each bucket keeps one event-time
-timer, at the earliest watermark at which one of its windows can fire or expire.
+keys' windows) is one value in the RocksDB state store, its windows' fields as columns, and each
+bucket keeps one event-time timer, at the earliest watermark at which one of its windows can fire
+or expire (``stateful_store``).
 
 Per micro-batch and bucket the processor does what the core's ``step`` does, in the same order:
 ``advance`` to Spark's current watermark (which Spark computed from the earlier batches, exactly
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import pickle
 from collections.abc import Iterator
 
 import numpy as np
@@ -55,6 +55,7 @@ from .columns import (
     TS,
     pane_schema,
 )
+from .stateful_store import BucketState, cyclic_gc_paused
 from .window_pipeline import PANE_ID, guarded_sql_panes, table_fields, table_panes, table_rows
 
 #: what an output row of the processor is: "P", a pane, "D", a dead letter, or "H", a bucket's report
@@ -131,26 +132,7 @@ class BucketProcessor(StatefulProcessor):
         self.bucket = 0
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
-        self.store = handle.getValueState("engine", "blob binary")
-
-    # -- state --------------------------------------------------------------------------------
-    def _load(self) -> EngineState:
-        stored = self.store.get()  # (None: the bucket has no state yet)
-        return self.engine.new_state() if stored is None else pickle.loads(stored[0])
-
-    def _save(self, st: EngineState) -> None:
-        """Store the bucket's state and keep one event-time timer at its next deadline."""
-        self.store.update((pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL),))
-        # the engine's wake mark is a lower bound of the next deadline, exact after a scan
-        d = st.wake_event if st.wake_event > st.watermark else self.engine.next_event_deadline(st)
-        want = [max(int(min(d, SPARK_END_MS)), 0)] if d is not None and d < END_OF_INPUT else []
-        have = list(self.handle.listTimers())
-        if have != want:
-            for t in have:
-                self.handle.deleteTimer(t)
-            for t in want:
-                self.handle.registerTimer(t)
+        self.state = BucketState(handle, self.engine)
 
     def _watermark(self, st: EngineState, spark_wm: int) -> int | None:
         if spark_wm >= SPARK_END_MS:
@@ -166,7 +148,14 @@ class BucketProcessor(StatefulProcessor):
 
     # -- callbacks ------------------------------------------------------------------------------
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
-        st = self._load()
+        with cyclic_gc_paused():
+            frame = self._input_rows(key, rows, timerValues)
+        if frame is not None:
+            yield frame
+
+    def _input_rows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> pd.DataFrame | None:
+        """The micro-batch's rows through the engine: the output rows (None: none)."""
+        st = self.state.load()
         out: list[dict] = []
         holds = self._holds(st, [])
         self.bucket = int(key[0])
@@ -182,7 +171,9 @@ class BucketProcessor(StatefulProcessor):
             res = self.engine.advance(st, None, clock, idle=not active)
             self._panes(res.panes, 1, out)
             self._letters(res.dead_letters, 1, out)
-        self._holds(st, holds)
+            self._holds(st, holds)
+        elif self.partial:
+            holds.append(holds[-1])  # (no phase 1: the windows are as phase 1 began)
         # phase 2: the batch's rows
         batch = self._valid_rows(pdf, st, out)
         if batch is not None:
@@ -199,9 +190,8 @@ class BucketProcessor(StatefulProcessor):
                 }
             )
         self._report(key, st, self._holds(st, holds), out)
-        self._save(st)
-        if out:
-            yield self._frame(out)
+        self.state.save(st)
+        return self._frame(out) if out else None
 
     def _clock_rows(self, pdf: pd.DataFrame) -> tuple[pd.DataFrame, int | None, bool]:
         """The micro-batch's rows without its clock rows, the clock they carry, and whether the
@@ -249,7 +239,14 @@ class BucketProcessor(StatefulProcessor):
         return batch
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
-        st = self._load()
+        with cyclic_gc_paused():
+            frame = self._expired_timer(key, timerValues)
+        if frame is not None:
+            yield frame
+
+    def _expired_timer(self, key, timerValues) -> pd.DataFrame | None:
+        """The bucket's timer fired: what the watermark (and the clock) made due."""
+        st = self.state.load()
         out: list[dict] = []
         holds = self._holds(st, [])
         self.bucket = int(key[0])
@@ -259,9 +256,8 @@ class BucketProcessor(StatefulProcessor):
         self._panes(res.panes, 0, out)
         self._letters(res.dead_letters, 0, out)
         self._report(key, st, self._holds(st, holds), out)
-        self._save(st)
-        if out:
-            yield self._frame(out)
+        self.state.save(st)
+        return self._frame(out) if out else None
 
     # -- the bucket's holds (with allowed lateness: see the module) ----------------------------------
     def _holds(self, st: EngineState, holds: list[int]) -> list[int]:

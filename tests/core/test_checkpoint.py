@@ -130,3 +130,31 @@ def test_an_interrupted_ending_is_finished_with_end_input(started):
 
 def test_a_new_checkpoint_has_nothing_to_check(tmp_path):
     assert ck.check(str(tmp_path / "new"), _meaning(), end_input=False) == []
+
+
+def test_a_stateful_checkpoint_of_the_pickled_layout_is_refused_in_one_line(tmp_path):
+    path = str(tmp_path / "checkpoint")
+    meaning = _meaning("stateful")
+    assert meaning["state_format"] == "columnar-1"
+    ck.record(path, {k: v for k, v in meaning.items() if k != "state_format"})  # as an older panes wrote it
+    errors = ck.check(path, meaning, end_input=False)
+    assert [e.field for e in errors] == ["state_format"]
+    assert errors[0].reason == (
+        f"checkpoint {path} holds its state in another layout (pickled, as panes before the columnar layout "
+        f"wrote it) than this panes reads (columnar-1); start afresh with a new checkpoint directory (or remove {path})"
+    )
+    # the native plan keeps no such state
+    assert _meaning()["state_format"] is None
+
+
+def test_panes_state_refuses_a_stateful_checkpoint_of_the_pickled_layout(tmp_path):
+    from panes.spec import SpecError
+    from panes.window_state import checkpoint_plan
+
+    path = str(tmp_path / "checkpoint")
+    spec = parse_run_spec({**BASE, "mode": "stream", "checkpoint": path})
+    ck.record(path, {k: v for k, v in ck.state_meaning(spec, "stateful").items() if k != "state_format"})
+    with pytest.raises(SpecError) as e:
+        checkpoint_plan(spec)
+    assert e.value.field == "state_format"
+    assert str(e.value).endswith("than this panes reads (columnar-1); start afresh with a new checkpoint directory")

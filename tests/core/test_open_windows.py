@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from panes.core.engine import Engine
+from panes.core.engine import Engine, columnar
 from panes.core.open_windows import WindowQuery, columns, open_windows
 from panes.core.records import parse_records
 from panes.core.time import MIN_TIME
@@ -78,6 +78,8 @@ def test_reading_changes_nothing_and_a_pickled_state_reads_the_same():
     a.keys = {k: v for k, v in a.keys.items() if k == ("a",)}
     b.keys = {k: v for k, v in b.keys.items() if k != ("a",)}
     assert open_windows(p, [pickle.loads(pickle.dumps(b)), a], state.watermark) == rows
+    # ... as its columns (``core.engine.columnar``, what the stateful plan stores)
+    assert open_windows(p, [columnar.decode(columnar.encode(b)), a], state.watermark) == rows
 
 
 def test_discarding_windows_hold_what_came_since_their_last_pane():

@@ -1,0 +1,56 @@
+"""A hash bucket's state in the stateful plan (``stateful.BucketProcessor``): its engine state in
+one value state, its windows' fields as columns (``core.engine.columnar``), and one event-time
+timer at the earliest watermark at which one of its windows can fire or expire."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle
+
+from ..core.engine import Engine, EngineState, columnar
+from ..core.time import END_OF_INPUT
+from .columns import SPARK_END_MS
+
+#: the processor's value state that holds the bucket's engine state
+ENGINE_STATE = "engine"
+
+
+class BucketState:
+    def __init__(self, handle: StatefulProcessorHandle, engine: Engine):
+        self.handle = handle
+        self.engine = engine
+        self.value = handle.getValueState(ENGINE_STATE, "blob binary")
+
+    def load(self) -> EngineState:
+        stored = self.value.get()  # (None: the bucket has no state yet)
+        return self.engine.new_state() if stored is None else columnar.decode(stored[0])
+
+    def save(self, st: EngineState) -> None:
+        """Store the bucket's state and keep one event-time timer at its next deadline."""
+        self.value.update((columnar.encode(st),))
+        # the engine's wake mark is a lower bound of the next deadline, exact after a scan
+        d = st.wake_event if st.wake_event > st.watermark else self.engine.next_event_deadline(st)
+        want = [max(int(min(d, SPARK_END_MS)), 0)] if d is not None and d < END_OF_INPUT else []
+        have = list(self.handle.listTimers())
+        if have != want:
+            for t in have:
+                self.handle.deleteTimer(t)
+            for t in want:
+                self.handle.registerTimer(t)
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for a callback: the bucket's state is tens of
+    thousands of objects without cycles, made and dropped every micro-batch, which the collector
+    would otherwise scan again and again as they age (reference counting frees them)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
