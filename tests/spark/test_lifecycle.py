@@ -1,6 +1,7 @@
 """A stream's life on one checkpoint (issue 26's first done-when): a run on a checkpoint, files added,
 the same run again, five times over, then the input ended: the panes and dead letters equal those of
-one run over all the files; a changed spec on that checkpoint is refused naming the field and the
+one run over all the files (on the stateful plan ``make test`` runs three files, ``make test-long``
+six); a changed spec on that checkpoint is refused naming the field and the
 checkpoint; once the input ended, new files are refused and a run with nothing new has nothing to
 do. On the native and the stateful plan."""
 
@@ -19,16 +20,17 @@ from panes.spec import load_run_spec
 from tests.chaos import outputs, spec, write_input
 
 pytestmark = pytest.mark.spark
-FILES = 6
 
 
 def _run(spec_path: Path, spark, end_input: bool = False) -> dict:
     return run_spec(load_run_spec(spec_path), spark=spark, progress=False, end_input=end_input)
 
 
-@pytest.mark.parametrize("plan", ["native", "stateful"])
-def test_runs_repeated_as_files_arrive_give_the_panes_of_one_run(spark, tmp_path, plan):
-    write_input(tmp_path / "all", files=FILES)
+@pytest.mark.parametrize(
+    "plan, files", [("native", 6), ("stateful", 3), pytest.param("stateful", 6, marks=pytest.mark.long)]
+)
+def test_runs_repeated_as_files_arrive_give_the_panes_of_one_run(spark, tmp_path, plan, files):
+    write_input(tmp_path / "all", files=files)
     # one run over all the files, the input ended
     whole = spec(tmp_path / "whole", plan)
     _point_at(whole, tmp_path / "all")
@@ -41,7 +43,7 @@ def test_runs_repeated_as_files_arrive_give_the_panes_of_one_run(spark, tmp_path
     arriving.mkdir()
     path = spec(tmp_path / "repeated", plan)
     _point_at(path, arriving)
-    for f in range(FILES):
+    for f in range(files):
         shutil.copy2(tmp_path / "all" / f"part-{f}.json", arriving / f"part-{f}.json")
         counts = _run(path, spark)
         assert counts["records_in"] == 300, counts
