@@ -100,16 +100,50 @@ class Progress:
         return self.events[n:]
 
 
+class Counted:
+    """Driver-side work counted in this process (robust to a loaded machine, unlike its time):
+    DataFrames made (each is one analysis of its plan by Spark: ``Dataset.ofRows``) and py4j round
+    trips to the JVM."""
+
+    dataframes = 0
+    jvm_calls = 0
+
+    @classmethod
+    def install(cls) -> None:
+        import py4j.java_gateway as gateway
+        from pyspark.sql.classic.dataframe import DataFrame
+
+        init, send = DataFrame.__init__, gateway.GatewayClient.send_command
+
+        def counted_init(self, *args, **kwargs):
+            cls.dataframes += 1
+            init(self, *args, **kwargs)
+
+        def counted_send(self, *args, **kwargs):
+            cls.jvm_calls += 1
+            return send(self, *args, **kwargs)
+
+        DataFrame.__init__ = counted_init  # type: ignore[method-assign]
+        gateway.GatewayClient.send_command = counted_send
+
+    @classmethod
+    def now(cls) -> tuple[int, int]:
+        return cls.dataframes, cls.jvm_calls
+
+
 class Phases:
     """Names each Spark job by the phase of panes' micro-batch that ran it (Spark's short call
     site, a local property of the thread: the foreachBatch callback's) and times each phase in
     the driver, per micro-batch: the step (plan, its job, the state's statistics), the commit of
-    its meta, the dead letters' and the panes' callbacks."""
+    its meta, the dead letters' and the panes' callbacks; with the DataFrames (analyses) and JVM
+    round trips of each (``Counted``)."""
 
     def __init__(self, spark):
         self.sc = spark.sparkContext
         self.times: dict = {}
+        self.counts: dict = {}
         self.batch = None
+        Counted.install()
 
     def wrap(self, owner, name: str, label: str, batch_arg: int | None = None) -> None:
         original = getattr(owner, name)
@@ -120,12 +154,15 @@ class Phases:
                 phases.batch = args[batch_arg]
             before = self.sc.getLocalProperty("callSite.short")
             self.sc.setLocalProperty("callSite.short", label)
-            t0 = time.perf_counter()
+            t0, (d0, j0) = time.perf_counter(), Counted.now()
             try:
                 return original(*args, **kwargs)
             finally:
                 key = (phases.batch, label)
                 phases.times[key] = phases.times.get(key, 0.0) + (time.perf_counter() - t0) * 1000
+                d1, j1 = Counted.now()
+                d, j = phases.counts.get(key, (0, 0))
+                phases.counts[key] = (d + d1 - d0, j + j1 - j0)
                 self.sc.setLocalProperty("callSite.short", before)
 
         setattr(owner, name, wrapped)
@@ -142,11 +179,23 @@ class Phases:
         self.wrap(runner.StreamRun, "_on_dead_letters", "on_dead_letters")
 
     def take(self) -> dict:
+        """Per phase, the medians over the micro-batches of its ms, DataFrames and JVM round
+        trips."""
         out: dict = {}
-        for (_, label), ms in self.times.items():
-            out.setdefault(label, []).append(ms)
-        self.times = {}
-        return {k: round(statistics.median(v)) for k, v in out.items()}
+        for key, ms in self.times.items():
+            d, j = self.counts.get(key, (0, 0))
+            out.setdefault(key[1], []).append((ms, d, j))
+        self.times, self.counts = {}, {}
+        return {
+            k: {
+                "ms": round(statistics.median(v[0] for v in vs)),
+                "dataframes": statistics.median(v[1] for v in vs),
+                "jvm_calls": statistics.median(v[2] for v in vs),
+                "calls": len(vs),
+                "dataframes_each": [v[1] for v in vs],
+            }
+            for k, vs in out.items()
+        }
 
 
 def jobs_of(spark, run_ids: set[str], since: float = 0.0) -> list[dict]:

@@ -191,3 +191,51 @@ def _write(path: Path, value: dict) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(value, indent=1) + "\n")
     os.replace(tmp, path)
+
+
+def drop_unplanned_files(checkpoint: str) -> list[str]:
+    """Removes the entries of Spark's file-source logs (``<checkpoint>/sources/<i>/<n>``) that no
+    micro-batch planned: those past the source's offset in the last entry of the offsets log.
+    Spark's file source writes the files of its next micro-batch into its log before Spark writes
+    that micro-batch's offsets; a run killed between the two leaves an entry that a run again takes
+    together with the next file into one micro-batch: with ``max_files_per_trigger: 1`` two files
+    in one micro-batch, so the watermark moves once where it moved twice (a window's ON_TIME pane
+    that stayed open becomes its last, other panes' timing may change). Without the entry, the run
+    again lists those files anew, into micro-batches of the sizes asked for. An unplanned
+    compaction of the log (``<n>.compact``, every tenth entry) is left alone: it holds the entries
+    before it. The names of the entries removed."""
+    root = Path(checkpoint)
+    batches = [int(f.name) for f in (root / "offsets").glob("*") if f.name.isdigit()]
+    planned = _source_offsets(root / "offsets" / str(max(batches))) if batches else {}
+    removed = []
+    for source in sorted((root / "sources").glob("*")):
+        if not source.name.isdigit():
+            continue
+        offset = planned.get(int(source.name), -1)
+        if offset is None:  # (not a file source's offset)
+            continue
+        for entry in source.glob("*"):
+            if entry.name.isdigit() and int(entry.name) > offset:
+                entry.unlink()
+                (source / f".{entry.name}.crc").unlink(missing_ok=True)
+                removed.append(f"sources/{source.name}/{entry.name}")
+    return sorted(removed)
+
+
+def _source_offsets(path: Path) -> dict[int, int | None]:
+    """Each source's offset in an entry of Spark's offsets log (``v1``, the batch's metadata, then
+    one line per source): a file source's log offset; -1 for a source without an offset yet
+    (``-``); None for another kind of source."""
+    lines = path.read_text().splitlines()[2:]
+    out: dict[int, int | None] = {}
+    for i, line in enumerate(lines):
+        if line.strip() == "-":
+            out[i] = -1
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            out[i] = None
+            continue
+        out[i] = value.get("logOffset") if isinstance(value, dict) and isinstance(value.get("logOffset"), int) else None
+    return out

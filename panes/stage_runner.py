@@ -139,6 +139,8 @@ class StagesRun:
             frames[name] = read_stream(self.spark, inp.source).unionByName(control, allowMissingColumns=True)
         self.result = stages_stream(frames, spec.to_graph(), buckets=spec.spark.buckets, control_wm=CONTROL)
         self.say(f"[bold]panes[/bold] stream: {self.result.plan}; checkpoint {self.checkpoint}")
+        # (a run killed while Spark planned a micro-batch: its files are listed anew, see there)
+        ck.drop_unplanned_files(self.checkpoint)
         complete = self.one_pass(spec.spark.available_now or self.end_input)
         if self.end_input and complete:
             self.end()

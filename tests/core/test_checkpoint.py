@@ -158,3 +158,42 @@ def test_panes_state_refuses_a_stateful_checkpoint_of_the_pickled_layout(tmp_pat
         checkpoint_plan(spec)
     assert e.value.field == "state_format"
     assert str(e.value).endswith("than this panes reads (columnar-1); start afresh with a new checkpoint directory")
+
+
+def _spark_checkpoint(root, offsets: list[list[str]], sources: dict[int, list[str]]) -> None:
+    """A checkpoint's offsets log (per batch, one offset line per source) and file-source logs, in
+    Spark's layout (``v1``, the batch's metadata, then the sources' offsets)."""
+    (root / "offsets").mkdir(parents=True)
+    for batch, lines in enumerate(offsets):
+        (root / "offsets" / str(batch)).write_text("\n".join(["v1", '{"batchWatermarkMs":0}', *lines]))
+        (root / "offsets" / f".{batch}.crc").write_bytes(b"crc")
+    for source, entries in sources.items():
+        d = root / "sources" / str(source)
+        d.mkdir(parents=True)
+        for name in entries:
+            (d / name).write_text('v1\n{"path":"file:///in/x.json","timestamp":1,"batchId":0}')
+            (d / f".{name}.crc").write_bytes(b"crc")
+
+
+def test_the_file_source_entries_no_micro_batch_planned_are_dropped(tmp_path):
+    # the data source listed micro-batch 2's file (entry 2) and the run was killed before Spark
+    # wrote offsets/2; the control source (no offset yet) listed one too; a compaction is kept
+    _spark_checkpoint(
+        tmp_path,
+        [['{"logOffset":0}', "-"], ['{"logOffset":1}', "-"]],
+        {0: ["0", "1", "2"], 1: ["0", "9.compact"]},
+    )
+    assert ck.drop_unplanned_files(str(tmp_path)) == ["sources/0/2", "sources/1/0"]
+    assert sorted(f.name for f in (tmp_path / "sources" / "0").iterdir()) == [".0.crc", ".1.crc", "0", "1"]
+    assert sorted(f.name for f in (tmp_path / "sources" / "1").iterdir()) == [".9.compact.crc", "9.compact"]
+    assert ck.drop_unplanned_files(str(tmp_path)) == []
+
+
+def test_entries_of_planned_micro_batches_and_of_other_sources_stay(tmp_path):
+    # every entry planned; a Kafka source's offsets are no log offset; no offsets log: nothing planned
+    _spark_checkpoint(tmp_path / "a", [['{"logOffset":1}', '{"topic":{"0":5}}']], {0: ["0", "1"], 1: ["0"]})
+    assert ck.drop_unplanned_files(str(tmp_path / "a")) == []
+    (tmp_path / "b" / "sources" / "0").mkdir(parents=True)
+    (tmp_path / "b" / "sources" / "0" / "0").write_text("v1\n")
+    assert ck.drop_unplanned_files(str(tmp_path / "b")) == ["sources/0/0"]
+    assert ck.drop_unplanned_files(str(tmp_path / "missing")) == []

@@ -6,6 +6,8 @@ Spark start (about a minute), so ``make test`` kills the native plan once over t
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.chaos import chaos
@@ -28,3 +30,42 @@ def test_a_run_killed_and_run_again_writes_what_an_uninterrupted_run_writes(tmp_
     assert result["panes"] > 0 and result["dead_letters"] > 0
     assert result["missing"] == [] and result["extra"] == []
     assert result["identical"]
+
+
+def test_a_run_killed_after_the_file_source_listed_a_micro_batch_that_spark_had_not_planned(spark, tmp_path):
+    """The moment a kill once hit at random (the last of four files' windows: an ON_TIME pane that
+    stays open came out as the window's last): Spark's file source writes the files of the next
+    micro-batch into its log (``sources/0/<n>``) before Spark writes that micro-batch's offsets. A
+    run killed between the two, run again, took that entry and the next file as one micro-batch;
+    the run again must give the micro-batches, panes and dead letters of an uninterrupted run."""
+    import json
+
+    from panes.runner import run_spec
+    from panes.spec import load_run_spec
+    from tests.chaos import outputs, spec, write_input
+
+    write_input(tmp_path / "input", files=4)
+    reference = spec(tmp_path / "reference", "native")
+    run_spec(load_run_spec(reference), spark=spark, progress=False, end_input=True)
+    # the killed run: micro-batches 0 and 1 done, micro-batch 2's file listed, not planned
+    arriving = tmp_path / "arriving"
+    arriving.mkdir()
+    killed = spec(tmp_path / "killed", "native")
+    doc = killed.read_text().replace(str(tmp_path / "input"), str(arriving))
+    killed.write_text(doc)
+    for f in range(2):
+        (arriving / f"part-{f}.json").write_bytes((tmp_path / "input" / f"part-{f}.json").read_bytes())
+        os.utime(arriving / f"part-{f}.json", (1_600_000_000 + f,) * 2)
+    assert run_spec(load_run_spec(killed), spark=spark, progress=False)["batches"] == 2
+    for f in range(2, 4):
+        (arriving / f"part-{f}.json").write_bytes((tmp_path / "input" / f"part-{f}.json").read_bytes())
+        os.utime(arriving / f"part-{f}.json", (1_600_000_000 + f,) * 2)
+    listed = arriving / "part-2.json"
+    entry = {"path": listed.resolve().as_uri(), "timestamp": listed.stat().st_mtime_ns // 1_000_000, "batchId": 2}
+    (tmp_path / "killed" / "checkpoint" / "sources" / "0" / "2").write_text("v1\n" + json.dumps(entry))
+    again = run_spec(load_run_spec(killed), spark=spark, progress=False, end_input=True)
+    got, expected = outputs(tmp_path / "killed"), outputs(tmp_path / "reference")
+    missing = [row for x, y in zip(expected, got) for row in (x - y).elements()]
+    extra = [row for x, y in zip(expected, got) for row in (y - x).elements()]
+    assert (missing, extra) == ([], [])
+    assert again["batches"] == 3  # (files 2 and 3 one micro-batch each, then the end of the input)

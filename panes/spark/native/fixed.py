@@ -41,35 +41,58 @@ class FixedPlan(WindowPlan):
         being late when the watermark before the step had passed its end."""
         if step.firing is not None:
             return step.firing.combine(rows, state, wm, metrics)
-        key = list(step.p.key)
-        merge_metrics = [F.max(c).alias(c) for c in metrics]
+        # (the columns depend on no value of the step: built once, ``NativeStep.memo``, as each
+        # Column costs JVM round trips)
+        fresh, moved = state is None, wm > MIN_TIME
+        c = step.memo(
+            ("fixed", fresh, moved, tuple(metrics)), lambda: self._combine_columns(step, fresh, moved, metrics)
+        )
         if state is None:  # (the grouping's columns come out in the state's order)
+            return rows.groupBy(*c["group"]).agg(*c["agg"])
+        return self.merged(step, state.unionByName(rows.select(*c["partials"])), metrics)
+
+    def _combine_columns(self, step: NativeStep, fresh: bool, moved: bool, metrics: list[str]) -> dict[str, list]:
+        """``combine``'s columns: without kept windows (``fresh``), the rows' grouping and its
+        aggregates; else the rows as partials. ``moved``: the watermark before the step has a
+        value (WATERMARK_BEFORE)."""
+        key = list(step.p.key)
+        if fresh:
             group, bounds = self.grouping(not metrics, bool(key))
             end = bounds[WINDOW_END] if WINDOW_END in bounds else F.col(WINDOW_END)
-            created_late = F.lit(False) if wm <= MIN_TIME else rules.end_passed(end, F.max(WATERMARK_BEFORE))
-            return rows.groupBy(*key, *group).agg(
-                *[bounds[c].alias(c) for c in (WINDOW_START, WINDOW_END) if c in bounds],
-                created_late.alias(CREATED_LATE),
-                *[e.alias(n) for pt in step.parts for n, e in zip(pt.names, pt.of_rows)],
-                *merge_metrics,
-            )
+            created_late = rules.end_passed(end, F.max(WATERMARK_BEFORE)) if moved else F.lit(False)
+            return {
+                "group": [*key, *group],
+                "agg": [
+                    *[bounds[c].alias(c) for c in (WINDOW_START, WINDOW_END) if c in bounds],
+                    created_late.alias(CREATED_LATE),
+                    *[e.alias(n) for pt in step.parts for n, e in zip(pt.names, pt.of_rows)],
+                    *[F.max(c).alias(c) for c in metrics],
+                ],
+            }
         # (the columns in the state's order: each DataFrame step costs an analysis of the plan)
         created_late = rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE)).alias(CREATED_LATE)
         one_row = [c for pt in step.parts for c in pt.one_row]
-        partials = rows.select(*key, WINDOW_START, WINDOW_END, created_late, *one_row, *metrics)
-        return self.merged(step, state.unionByName(partials), merge_metrics)
+        return {"partials": [*key, WINDOW_START, WINDOW_END, created_late, *one_row, *metrics]}
 
-    def merged(self, step: NativeStep, partials: DataFrame, extra: list[Column] | None = None) -> DataFrame:
+    def merged(self, step: NativeStep, partials: DataFrame, metrics: list[str] | None = None) -> DataFrame:
         """Windows whose partials are in several rows (kept windows and rows, or the tables of
         several steps: ``output.Output.due``), merged per (key, window): created late when all
-        were."""
+        were. ``metrics``: columns merged by their maximum."""
+        names = tuple(metrics or ())
+        c = step.memo(("merged", names), lambda: self._merged_columns(step, names))
+        return partials.groupBy(*c["group"]).agg(*c["agg"])
+
+    def _merged_columns(self, step: NativeStep, metrics: tuple[str, ...]) -> dict[str, list]:
         group, bounds = self.grouping(False, bool(step.p.key))
-        return partials.groupBy(*step.p.key, *group).agg(
-            *[bounds[c].alias(c) for c in (WINDOW_START, WINDOW_END) if c in bounds],
-            F.bool_and(CREATED_LATE).alias(CREATED_LATE),
-            *[c for pt in step.parts for c in pt.merge],
-            *(extra or []),
-        )
+        return {
+            "group": [*step.p.key, *group],
+            "agg": [
+                *[bounds[c].alias(c) for c in (WINDOW_START, WINDOW_END) if c in bounds],
+                F.bool_and(CREATED_LATE).alias(CREATED_LATE),
+                *[c for pt in step.parts for c in pt.merge],
+                *[F.max(c).alias(c) for c in metrics],
+            ],
+        }
 
 
 class TumblingPlan(FixedPlan):

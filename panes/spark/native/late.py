@@ -139,11 +139,27 @@ class LateSplit:
                 **({STEP_NUMBER: step_number} if s.ordered else {}),
             },
         )
-        good, marks, (in_window, start, end, expiry) = self._windows(rows, latest is not None)
-        expired = expiry <= F.col(WATERMARK_BEFORE) if wm > MIN_TIME else F.lit(False)
+        moved, clamped = wm > MIN_TIME, latest is not None
+        # (the columns depend on no value of the step: built once, ``NativeStep.memo``, as each
+        # Column costs JVM round trips)
+        marks, window_columns = s.memo(("on_time", moved, clamped), lambda: self._on_time_columns(moved, clamped))
+        good = self._windows(rows, marks, clamped)
+        return good.withColumns(window_columns)
+
+    def _on_time_columns(self, moved: bool, clamped: bool) -> tuple[dict[str, Column], dict[str, Column]]:
+        """``on_time``'s columns: the marks (event time, arrival) that the window assignment of
+        several windows per row adds, and those of the step that follows it. ``moved``: the
+        watermark before the step has a value (WATERMARK_BEFORE); ``clamped``: see ``_windows``."""
+        s = self.step
+        ts = F.col(ROW_TIME)
+        if clamped:
+            ts = rules.ingestion_stamp(ts, F.col(LATEST_STAMP), COLUMN)
+        marks = {TS: ts, **self.arrival(F.col(STEP_NUMBER))}
+        in_window, start, end, expiry = self._window_of_row(clamped)
+        expired = expiry <= F.col(WATERMARK_BEFORE) if moved else F.lit(False)
         late, keep = in_window & expired, in_window & ~expired
         cols = {
-            **marks,
+            **({} if s.windows.several_per_row else marks),
             **{k: F.when(keep, F.col(k)) for k in s.p.key},
             WINDOW_START: F.when(keep, start),
             WINDOW_END: F.when(keep, end),
@@ -151,34 +167,39 @@ class LateSplit:
         cols.update(
             {c: F.when(keep, F.col(ROW_VALUE + c)) if c in cols else F.col(ROW_VALUE + c) for c in s.read_values}
         )
-        return good.withColumns({**cols, IS_DEAD_LETTER: F.when(F.col(ROW_MALFORMED) | late, 1).otherwise(0)})
+        cols[IS_DEAD_LETTER] = F.when(F.col(ROW_MALFORMED) | late, 1).otherwise(0)
+        return marks, cols
 
-    def _windows(self, rows: DataFrame, clamped: bool) -> tuple[DataFrame, dict, tuple[Column, ...]]:
-        """``on_time``'s rows with their windows, the columns still to add (event time, arrival),
-        and (in a window, start, end, expiry) of each row's window. ``clamped``: ingestion stamps
-        count as LATEST_STAMP at least."""
+    def _windows(self, rows: DataFrame, marks: dict[str, Column], clamped: bool) -> DataFrame:
+        """``on_time``'s rows with their windows: as they are for one window per row (its bounds
+        are among ``row_columns()``), else exploded with the ``marks`` added in the same step."""
+        s = self.step
+        plan = s.windows
+        if not plan.several_per_row:  # (no step of its own: each costs an analysis)
+            return rows
+        # (built once: the names Spark gives the variables of lambda functions are new each
+        # time, and are in its generated code)
+        ts = marks[TS]
+        starts = s.memo(("starts", clamped), lambda: plan.starts(ts))
+        return plan.assign(rows, keep_all=True, extra=marks, ts=ts, starts=starts)
+
+    def _window_of_row(self, clamped: bool) -> tuple[Column, ...]:
+        """(in a window, start, end, expiry) of each row's window after ``_windows``. ``clamped``:
+        ingestion stamps count as LATEST_STAMP at least."""
         s = self.step
         plan = s.windows
         # (the rows carry row_columns(): only what the watermark decides is computed here)
-        ts = F.col(ROW_TIME)
-        if clamped:
-            ts = rules.ingestion_stamp(ts, F.col(LATEST_STAMP), COLUMN)
-        marks = {TS: ts, **self.arrival(F.col(STEP_NUMBER))}
-        if plan.several_per_row:  # exploded, the marks added in the same step
-            # (built once: the names Spark gives the variables of lambda functions are new each
-            # time, and are in its generated code)
-            starts = s.memo(("starts", clamped), lambda: plan.starts(ts))
-            good = plan.assign(rows, keep_all=True, extra=marks, ts=ts, starts=starts)
-            return good, {}, (F.col(ROW_COUNTS), F.col(WINDOW_START), F.col(WINDOW_END), s.expiry(F.col(WINDOW_END)))
+        if plan.several_per_row:
+            return (F.col(ROW_COUNTS), F.col(WINDOW_START), F.col(WINDOW_END), s.expiry(F.col(WINDOW_END)))
         window = (F.col(ROW_IN_WINDOW), F.col(ROW_WINDOW_START), F.col(ROW_WINDOW_END), F.col(ROW_WINDOW_EXPIRY))
-        if not clamped:  # (one step: each costs an analysis)
-            return rows, marks, window
+        if not clamped:
+            return window
         # a clamped stamp's window is the latest stamp's
         back, at = F.col(ROW_TIME) < F.col(LATEST_STAMP), plan.row_window(F.col(LATEST_STAMP))
         in_window = F.when(back, F.col(ROW_COUNTS) & at[WINDOW_END].isNotNull()).otherwise(window[0])
         start = F.when(back, at[WINDOW_START]).otherwise(window[1])
         end = F.when(back, at[WINDOW_END]).otherwise(window[2])
-        return rows, marks, (in_window, start, end, F.when(back, s.expiry(at[WINDOW_END])).otherwise(window[3]))
+        return in_window, start, end, F.when(back, s.expiry(at[WINDOW_END])).otherwise(window[3])
 
     def on_time_bounded(self, rows: DataFrame, cols: dict[str, Column], counts: Column) -> DataFrame:
         """``on_time`` of bounded input from an empty state, on the input's own rows: ``cols``

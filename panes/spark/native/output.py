@@ -128,14 +128,18 @@ class Output:
         s = self.step
         if s.firing is not None:
             windows = s.firing.watermark_moved(windows.filter(F.col(WINDOW_END).isNotNull()), wm)
+        # (built once, ``NativeStep.memo``: each Column costs JVM round trips)
+        kept = s.memo(("open", metrics), lambda: self._open_columns(metrics))
+        # (the watermark not a literal: see ``expressions.where``)
+        stays = self._expiry(Sql(WINDOW_END)) > step_value(WATERMARK_AFTER)
+        return windows.select(*kept, where(stays, {WATERMARK_AFTER: wm}))
+
+    def _open_columns(self, metrics: bool) -> list[Column]:
+        """The columns of ``open``'s windows (the state's, and with ``metrics`` null ROW_WATERMARK
+        and IS_DEAD_LETTER)."""
         extra = (
-            s.memo(
-                "no_metrics",
-                lambda: [F.lit(None).cast("long").alias(ROW_WATERMARK), F.lit(None).cast("int").alias(IS_DEAD_LETTER)],
-            )
+            [F.lit(None).cast("long").alias(ROW_WATERMARK), F.lit(None).cast("int").alias(IS_DEAD_LETTER)]
             if metrics
             else []
         )
-        # (the watermark not a literal: see ``expressions.where``)
-        stays = self._expiry(Sql(WINDOW_END)) > step_value(WATERMARK_AFTER)
-        return windows.select(*s.state_columns, *extra, where(stays, {WATERMARK_AFTER: wm}))
+        return [*[F.col(c) for c in self.step.state_columns], *extra]

@@ -73,35 +73,41 @@ class SessionPlan(WindowPlan):
     def combine(
         self, step: NativeStep, rows: DataFrame, state: DataFrame | None, wm: int, metrics: list[str]
     ) -> DataFrame:
+        # (the columns depend on no value of the step: built once, ``NativeStep.memo``, as each
+        # Column costs JVM round trips)
+        kept, moved = state is not None, wm > MIN_TIME
+        c = step.memo(("sessions", kept, moved, tuple(metrics)), lambda: self._columns(step, kept, moved, metrics))
+        intervals = self._row_intervals(step, rows, metrics)
+        if state is not None:  # (``open`` gives it the same columns, ``metrics`` null)
+            intervals = state.withColumns(c["kept"]).unionByName(intervals, allowMissingColumns=True)
+        merged = intervals.withColumn(SESSION_NUMBER, c["number"]).groupBy(*c["group"]).agg(*c["agg"])
+        if moved:  # (not a literal: see ``expressions``)
+            merged = constants(merged, {WATERMARK_BEFORE: wm})
+        return merged.select(*c["final"])
+
+    def _columns(self, step: NativeStep, kept: bool, moved: bool, metrics: list[str]) -> dict:
+        """``combine``'s columns: ``kept``, there are kept sessions; ``moved``, the watermark
+        before the step has a value (WATERMARK_BEFORE)."""
         key = list(step.p.key)
         # (rows in no window, ``metrics``: a group of their own, not merged with any session)
         part = [*key, IN_NO_WINDOW] if metrics else key
-        intervals = self._row_intervals(step, rows, metrics)
-        kept: dict[str, Column] = {}
-        if state is not None:  # (``open`` gives it the same columns, ``metrics`` null)
-            no_window = {IN_NO_WINDOW: F.lit(False)} if metrics else {}
-            intervals = state.withColumns({IS_KEPT: F.lit(True), **no_window}).unionByName(
-                intervals, allowMissingColumns=True
-            )
-            kept = _kept_and_row_bounds()
-        merged = (
-            _numbered(intervals, part, bool(metrics))
-            .groupBy(*part, SESSION_NUMBER)
-            .agg(
-                F.min(WINDOW_START).alias(WINDOW_START),
-                F.max(WINDOW_END).alias(WINDOW_END),
-                *kept.values(),
-                *[c for pt in step.parts for c in pt.merge],
-                *[F.max(c).alias(c) for c in metrics],
-            )
-        )
-        late = F.lit(False)
-        if wm > MIN_TIME:  # (not a literal: see ``expressions``)
-            merged = constants(merged, {WATERMARK_BEFORE: wm})
-            late = rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE))
+        bounds = _kept_and_row_bounds() if kept else {}
+        late = rules.end_passed(F.col(WINDOW_END), F.col(WATERMARK_BEFORE)) if moved else F.lit(False)
         if kept:
             late = self._created_late_if_kept(late)
-        return merged.select(*[late.alias(c) if c == CREATED_LATE else F.col(c) for c in step.state_columns], *metrics)
+        return {
+            "kept": {IS_KEPT: F.lit(True), **({IN_NO_WINDOW: F.lit(False)} if metrics else {})},
+            "number": _number(part, bool(metrics)),
+            "group": [*part, SESSION_NUMBER],
+            "agg": [
+                F.min(WINDOW_START).alias(WINDOW_START),
+                F.max(WINDOW_END).alias(WINDOW_END),
+                *bounds.values(),
+                *[c for pt in step.parts for c in pt.merge],
+                *[F.max(c).alias(c) for c in metrics],
+            ],
+            "final": [*[late.alias(c) if c == CREATED_LATE else F.col(c) for c in step.state_columns], *metrics],
+        }
 
     def _created_late_if_kept(self, late: Column) -> Column:
         """A merged session's CREATED_LATE when sessions were kept (``_kept_and_row_bounds``): a
@@ -126,19 +132,35 @@ class SessionPlan(WindowPlan):
     def _row_intervals(self, step: NativeStep, proto: DataFrame, metrics: list[str]) -> DataFrame:
         """The rows' proto-sessions as intervals with their partials: each row one (a gap per
         row), or per gap-long bucket of time (a fixed gap)."""
+        c = step.memo(("intervals", tuple(metrics)), lambda: self._interval_columns(step, metrics))
+        if self.window.gap_column:
+            return proto.select(*c["select"])
+        return proto.groupBy(*c["group"]).agg(*c["agg"])
+
+    def _interval_columns(self, step: NativeStep, metrics: list[str]) -> dict[str, list]:
         key = list(step.p.key)
         none = [F.col(WINDOW_START).isNull().alias(IN_NO_WINDOW)] if metrics else []
         if self.window.gap_column:
-            return proto.select(
-                *key, *none, WINDOW_START, WINDOW_END, *[c for pt in step.parts for c in pt.one_row], *metrics
-            )
+            return {
+                "select": [
+                    *key,
+                    *none,
+                    WINDOW_START,
+                    WINDOW_END,
+                    *[c for pt in step.parts for c in pt.one_row],
+                    *metrics,
+                ]
+            }
         bucket = F.col(WINDOW_START) - F.pmod(F.col(WINDOW_START), F.lit(self.window.gap))
-        return proto.groupBy(*key, *none, bucket.alias(GAP_BUCKET)).agg(
-            F.min(WINDOW_START).alias(WINDOW_START),
-            F.max(WINDOW_END).alias(WINDOW_END),
-            *[e.alias(n) for pt in step.parts for n, e in zip(pt.names, pt.of_rows)],
-            *[F.max(c).alias(c) for c in metrics],
-        )
+        return {
+            "group": [*key, *none, bucket.alias(GAP_BUCKET)],
+            "agg": [
+                F.min(WINDOW_START).alias(WINDOW_START),
+                F.max(WINDOW_END).alias(WINDOW_END),
+                *[e.alias(n) for pt in step.parts for n, e in zip(pt.names, pt.of_rows)],
+                *[F.max(c).alias(c) for c in metrics],
+            ],
+        }
 
 
 def _kept_and_row_bounds() -> dict[str, Column]:
@@ -169,11 +191,12 @@ def _kept_and_row_bounds() -> dict[str, Column]:
     return kept
 
 
-def _numbered(intervals: DataFrame, part: list[str], metrics: bool) -> DataFrame:
-    """Intervals numbered by session within ``part``: a running sum of the session starts (the
-    group of rows in no window, ``metrics``, numbered 0)."""
+def _number(part: list[str], metrics: bool) -> Column:
+    """The number of an interval's session within ``part``: a running sum of the session starts
+    in the order of the intervals' starts (the group of rows in no window, ``metrics``, numbered
+    0)."""
     order = (Window.partitionBy(*part) if part else Window).orderBy(WINDOW_START)
     before = F.max(WINDOW_END).over(order.rowsBetween(Window.unboundedPreceding, -1))
     starts = F.when(before.isNull() | (F.col(WINDOW_START) >= before), 1).otherwise(0)
     number = F.sum(starts).over(order.rowsBetween(Window.unboundedPreceding, 0))
-    return intervals.withColumn(SESSION_NUMBER, F.when(F.col(IN_NO_WINDOW), 0).otherwise(number) if metrics else number)
+    return F.when(F.col(IN_NO_WINDOW), 0).otherwise(number) if metrics else number
