@@ -258,3 +258,16 @@ def test_text_outputs_hold_iso_instants_and_no_nan_or_infinity_at_any_depth(spar
         "m": {"a": None, "b": 2.0},
         "s": {"at": "1970-01-01T00:00:00.000Z", "y": None},
     }
+
+
+def test_spark_before_4_3_counts_observed_metrics_once_per_read_of_a_micro_batch():
+    from panes.spark.metrics import counted_per_read
+
+    assert [counted_per_read(v) for v in ("4.0.1", "4.1.4", "4.2.1", "4.3.0", "4.10.0", "5.0.0.dev0")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
