@@ -402,8 +402,8 @@ class StreamRun:
         self.totals.add(counts)
         self.batches += 1
         self.panes += got["panes"]
-        wm_ms = self._watermark_ms(wm)
-        wm = wm or self._native_watermark()
+        wm_ms = self._watermark_ms(wm, batch_id)
+        wm = wm or self._native_watermark(batch_id)
         started = int(time.time() * 1000 - ms) if at_ms is None else at_ms
         self.history.append(BatchRow(batch_id, started, ms / 1000, counts, got["panes"], wm_ms))
         # (Spark's own rates count a row once per read of the micro-batch: the records in, timed)
@@ -413,10 +413,10 @@ class StreamRun:
             f"({self.panes} so far); {rate}"
         )
 
-    def _watermark_ms(self, text: str | None) -> int | None:
+    def _watermark_ms(self, text: str | None, batch_id: int) -> int | None:
         """The watermark after a micro-batch in ms (None: none yet): the native plan's own, or
         Spark's (``text``, from the progress)."""
-        native = getattr(getattr(self.result, "stream", None), "watermark", None)
+        native = self._native_ms(batch_id)
         if native is not None:
             return native
         try:
@@ -427,12 +427,19 @@ class StreamRun:
 
     warned = False
 
-    def _native_watermark(self) -> str:
-        """The native plan's watermark after its last micro-batch (it keeps its own: Spark's
-        progress has none)."""
+    def _native_ms(self, batch_id: int) -> int | None:
+        """The native plan's watermark after micro-batch ``batch_id`` (it keeps its own: Spark's
+        progress has none): on Spark Connect, as the server's step left it in the store."""
+        stream = getattr(self.result, "stream", None)
+        if stream is None:
+            return None
+        return stream.watermark_at(batch_id) if self.connect_sinks else stream.watermark
+
+    def _native_watermark(self, batch_id: int) -> str:
+        """The native plan's watermark after micro-batch ``batch_id``, as the progress line says it."""
         from .core.time import END_OF_INPUT, format_instant
 
-        wm = getattr(getattr(self.result, "stream", None), "watermark", None)
+        wm = self._native_ms(batch_id)
         if wm is None:
             return "-"
         return "end of input" if wm >= END_OF_INPUT else format_instant(wm) or "-"
