@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from .spec import RunSpec, SinkSpec, SpecError
+from .spec import RunSpec, SinkSpec, SpecError, beside_stdout
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 #: Spark's log levels (panes' own logger takes the same, WARN as WARNING)
@@ -276,7 +276,10 @@ def run(
                 "--remote", "multi-stage pipelines are not supported on Spark Connect: run them on a master"
             )
         if report:
-            raise SpecError("--report", "a multi-stage run has no page yet (single-stage specs only)")
+            raise SpecError(
+                "--report",
+                "the run's page is drawn for single-stage specs; a multi-stage spec has none: run it without",
+            )
         from .stage_runner import run_stages_command
 
         run_stages_command(load_stages_run_spec(spec), master, mode, to_stdout, end_input, quiet)
@@ -286,6 +289,7 @@ def run(
         s.mode = "batch" if mode == "batch" else "stream"
     if to_stdout:
         s.sink = SinkSpec(format="stdout")
+    s.dead_letter = beside_stdout(s.sink, s.dead_letter)
     if end_input:
         s.spark.end_input = True
     check_plan(s)

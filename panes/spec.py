@@ -166,7 +166,18 @@ class SinkSpec(_Model):
             raise ValueError("a callback sink needs callback: 'module:function'")
         if self.format == "kafka":
             _kafka_options(self.options, ("topic",), "sink")
+        if self.format == "console" and self.options.get("to", "stdout") not in ("stdout", "stderr"):
+            raise ValueError(f"a console sink's options.to is stdout or stderr, not {self.options['to']!r}")
         return self
+
+
+def beside_stdout(sink: SinkSpec, dead_letter: SinkSpec | None) -> SinkSpec | None:
+    """The dead-letter sink of a run: when the panes go to stdout as JSON lines, a console's tables
+    go to stderr (in stdout they would break the lines)."""
+    if sink.format == "stdout" and (dead_letter is None or dead_letter.format == "console"):
+        options = dead_letter.options if dead_letter is not None else {}
+        return SinkSpec(format="console", options={**options, "to": "stderr"})
+    return dead_letter
 
 
 def _kafka_options(options: dict, one_of: tuple[str, ...], what: str) -> None:

@@ -23,7 +23,7 @@ from .runner import CONTROL
 from .spark.columns import SPARK_END_MS
 from .spark.session import get_spark
 from .spark.stages.plan import stages_batch, stages_stream
-from .spec import SinkSpec, SpecError
+from .spec import SinkSpec, SpecError, beside_stdout
 from .stage_checkpoint import checkpoint_errors, finished, mark_ended, run_errors, stages_meaning
 from .stage_spec import StagesRunSpec
 
@@ -63,6 +63,7 @@ def run_stages_command(
         spec.mode = "batch" if mode == "batch" else "stream"
     if to_stdout:
         spec.sink = SinkSpec(format="stdout")
+    spec.dead_letter = beside_stdout(spec.sink, spec.dead_letter)
     if end_input:
         spec.spark.end_input = True
     errors = run_errors(spec, create=True) + checkpoint_errors(spec, spec.spark.end_input)
