@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from .spec import RunSpec, SinkSpec, SpecError, beside_stdout
+from .spec import RunSpec, SinkSpec, SpecError
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 #: Spark's log levels (panes' own logger takes the same, WARN as WARNING)
@@ -289,7 +289,6 @@ def run(
         s.mode = "batch" if mode == "batch" else "stream"
     if to_stdout:
         s.sink = SinkSpec(format="stdout")
-    s.dead_letter = beside_stdout(s.sink, s.dead_letter)
     if end_input:
         s.spark.end_input = True
     check_plan(s)

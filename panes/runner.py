@@ -39,7 +39,7 @@ from .spark.connect import check_stream
 from .spark.planner import window_batch, window_stream
 from .spark.results import NativeStreamResult
 from .spark.session import get_spark, is_connect
-from .spec import FieldError, RunSpec, SinkSpec, SpecError
+from .spec import FieldError, RunSpec, SinkSpec, SpecError, dead_letter_sink
 
 CONTROL = "__panes_wm_step"
 #: how long a run waits at most for the listener's last progress event after its query stopped (s;
@@ -119,7 +119,7 @@ def _run_batch(spark, spec: RunSpec, report: Report) -> dict:
     n_dead = sum(reasons.values())
     write_batch(panes.orderBy(*[c for c in ("window_end", "window_start", *pipe.key)]), spec.sink, title="panes")
     if n_dead:
-        write_batch(dead, spec.dead_letter or SinkSpec(format="console"), title="dead letters")
+        write_batch(dead, dead_letter_sink(spec.sink, spec.dead_letter), title="dead letters")
     counts = {"panes": n_panes, "dead_letters": n_dead, "batches": 1}
     if report.enabled or report.path:  # (one more pass over the input: only to print it)
         totals = batch_accounting({metrics.INPUT: metrics.bounded_counts(df, pipe)}, reasons)
@@ -174,7 +174,7 @@ class StreamRun:
         self.spark, self.spec, self.report, self.end_input = spark, spec, report, end_input
         self.checkpoint = spec.checkpoint or tempfile.mkdtemp(prefix="panes-checkpoint-")
         self.plan = resolved_plan(spec)
-        self.dead_sink = spec.dead_letter or SinkSpec(format="console")
+        self.dead_sink = dead_letter_sink(spec.sink, spec.dead_letter)
         self.control_dir = Path(self.checkpoint) / ck.CONTROL_DIR
         self.totals = Accounting()
         self.batches = 0

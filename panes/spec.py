@@ -171,13 +171,14 @@ class SinkSpec(_Model):
         return self
 
 
-def beside_stdout(sink: SinkSpec, dead_letter: SinkSpec | None) -> SinkSpec | None:
-    """The dead-letter sink of a run: when the panes go to stdout as JSON lines, a console's tables
-    go to stderr (in stdout they would break the lines)."""
-    if sink.format == "stdout" and (dead_letter is None or dead_letter.format == "console"):
-        options = dead_letter.options if dead_letter is not None else {}
-        return SinkSpec(format="console", options={**options, "to": "stderr"})
-    return dead_letter
+def dead_letter_sink(sink: SinkSpec, dead_letter: SinkSpec | None) -> SinkSpec:
+    """The dead-letter sink of a run whose panes go to ``sink``: ``dead_letter``, else the console.
+    When the panes go to stdout as JSON lines, a console's tables go to stderr (in stdout they
+    would break the lines)."""
+    dead = dead_letter or SinkSpec(format="console")
+    if sink.format == "stdout" and dead.format == "console":
+        return SinkSpec(format="console", options={**dead.options, "to": "stderr"})
+    return dead
 
 
 def _kafka_options(options: dict, one_of: tuple[str, ...], what: str) -> None:

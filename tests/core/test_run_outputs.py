@@ -8,7 +8,7 @@ import json
 from click.testing import CliRunner
 
 from panes import cli
-from panes.spec import SinkSpec, beside_stdout
+from panes.spec import SinkSpec, dead_letter_sink
 
 
 def _spec(tmp_path, **changes) -> str:
@@ -28,11 +28,17 @@ def _spec(tmp_path, **changes) -> str:
 
 
 def test_a_console_dead_letter_sink_prints_to_stderr_when_the_panes_go_to_stdout():
-    stdout, json_file = SinkSpec(format="stdout"), SinkSpec(format="json", path="dead")
-    assert beside_stdout(stdout, None) == SinkSpec(format="console", options={"to": "stderr"})
-    assert beside_stdout(stdout, SinkSpec(format="console")) == SinkSpec(format="console", options={"to": "stderr"})
-    assert beside_stdout(stdout, json_file) == json_file
-    assert beside_stdout(SinkSpec(format="console"), None) is None
+    stdout, console, json_file = (
+        SinkSpec(format="stdout"),
+        SinkSpec(format="console"),
+        SinkSpec(format="json", path="d"),
+    )
+    to_stderr = SinkSpec(format="console", options={"to": "stderr"})
+    assert dead_letter_sink(stdout, None) == to_stderr
+    assert dead_letter_sink(stdout, console) == to_stderr
+    assert dead_letter_sink(stdout, json_file) == json_file
+    assert dead_letter_sink(console, None) == console
+    assert dead_letter_sink(json_file, console) == console
 
 
 def test_a_console_sink_prints_to_stdout_or_stderr_only(tmp_path):
