@@ -282,7 +282,10 @@ def run(
                 "--remote", "multi-stage pipelines are not supported on Spark Connect: run them on a master"
             )
         if report:
-            raise SpecError("--report", "a multi-stage run has no page yet (single-stage specs only)")
+            raise SpecError(
+                "--report",
+                "the run's page is drawn for single-stage specs; a multi-stage spec has none: run it without",
+            )
         from .stage_runner import run_stages_command
 
         run_stages_command(load_stages_run_spec(spec), master, mode, to_stdout, end_input, quiet)

@@ -190,7 +190,7 @@ def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, titl
     elif fmt == "console":
         rows = df.collect()
         if rows:
-            _print_rows(rows, df.columns, title)
+            _print_rows(rows, df.columns, title, stderr=sink.options.get("to") == "stderr")
     elif fmt == "callback":
         load_callback(sink.callback or "")(df, batch_id)
     elif fmt == "kafka":
@@ -240,7 +240,7 @@ def _plain(c: Column, t: ST.DataType) -> Column:
     return F.when(c.isNotNull(), F.struct(*fields))
 
 
-def _print_rows(rows, columns, title: str) -> None:
+def _print_rows(rows, columns, title: str, stderr: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -249,7 +249,7 @@ def _print_rows(rows, columns, title: str) -> None:
         table.add_column(c)
     for r in rows:
         table.add_row(*[_fmt(v) for v in r])
-    Console(width=240).print(table)
+    Console(width=240, stderr=stderr).print(table)
 
 
 def _fmt(v) -> str:

@@ -46,6 +46,14 @@ def check_outputs(spec, create: bool = False) -> list[FieldError]:
     """Whether a run spec's file sinks (``sink``, ``dead_letter``) and its ``checkpoint`` can be
     written (a single-stage or a multi-stage run spec: both have these fields)."""
     errors = []
+    if spec.sink.format == "stdout" and spec.dead_letter is not None and spec.dead_letter.format == "stdout":
+        errors.append(
+            FieldError(
+                "dead_letter.format",
+                "stdout carries the panes as JSON lines: write the dead letters to a file, or to the console "
+                "(its tables then go to stderr)",
+            )
+        )
     for field, sink in (("sink", spec.sink), ("dead_letter", spec.dead_letter)):
         if sink is not None and sink.format in FILE_FORMATS and sink.path:
             problem = writable_directory(sink.path, create)

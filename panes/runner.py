@@ -39,7 +39,7 @@ from .spark.connect import check_stream
 from .spark.planner import window_batch, window_stream
 from .spark.results import NativeStreamResult
 from .spark.session import get_spark, is_connect
-from .spec import FieldError, RunSpec, SinkSpec, SpecError
+from .spec import FieldError, RunSpec, SinkSpec, SpecError, dead_letter_sink
 
 CONTROL = "__panes_wm_step"
 #: how long a run waits at most for the listener's last progress event after its query stopped (s;
@@ -118,7 +118,7 @@ def _run_batch(spark, spec: RunSpec, report: Report) -> dict:
     n_dead = sum(reasons.values())
     write_batch(panes.orderBy(*[c for c in ("window_end", "window_start", *pipe.key)]), spec.sink, title="panes")
     if n_dead:
-        write_batch(dead, spec.dead_letter or SinkSpec(format="console"), title="dead letters")
+        write_batch(dead, dead_letter_sink(spec.sink, spec.dead_letter), title="dead letters")
     counts = {"panes": n_panes, "dead_letters": n_dead, "batches": 1}
     if report.enabled or report.path:  # (one more pass over the input: only to print it)
         totals = batch_accounting({metrics.INPUT: metrics.bounded_counts(df, pipe)}, reasons)
@@ -173,7 +173,7 @@ class StreamRun:
         self.spark, self.spec, self.report, self.end_input = spark, spec, report, end_input
         self.checkpoint = spec.checkpoint or tempfile.mkdtemp(prefix="panes-checkpoint-")
         self.plan = resolved_plan(spec)
-        self.dead_sink = spec.dead_letter or SinkSpec(format="console")
+        self.dead_sink = dead_letter_sink(spec.sink, spec.dead_letter)
         self.control_dir = Path(self.checkpoint) / ck.CONTROL_DIR
         self.totals = Accounting()
         self.batches = 0
@@ -403,8 +403,8 @@ class StreamRun:
         self.totals.add(counts)
         self.batches += 1
         self.panes += got["panes"]
-        wm_ms = self._watermark_ms(wm)
-        wm = wm or self._native_watermark()
+        wm_ms = self._watermark_ms(wm, batch_id)
+        wm = wm or self._native_watermark(batch_id)
         started = int(time.time() * 1000 - ms) if at_ms is None else at_ms
         self.history.append(BatchRow(batch_id, started, ms / 1000, counts, got["panes"], wm_ms))
         # (Spark's own rates count a row once per read of the micro-batch: the records in, timed)
@@ -414,10 +414,10 @@ class StreamRun:
             f"({self.panes} so far); {rate}"
         )
 
-    def _watermark_ms(self, text: str | None) -> int | None:
+    def _watermark_ms(self, text: str | None, batch_id: int) -> int | None:
         """The watermark after a micro-batch in ms (None: none yet): the native plan's own, or
         Spark's (``text``, from the progress)."""
-        native = getattr(getattr(self.result, "stream", None), "watermark", None)
+        native = self._native_ms(batch_id)
         if native is not None:
             return native
         try:
@@ -428,12 +428,19 @@ class StreamRun:
 
     warned = False
 
-    def _native_watermark(self) -> str:
-        """The native plan's watermark after its last micro-batch (it keeps its own: Spark's
-        progress has none)."""
+    def _native_ms(self, batch_id: int) -> int | None:
+        """The native plan's watermark after micro-batch ``batch_id`` (it keeps its own: Spark's
+        progress has none): on Spark Connect, as the server's step left it in the store."""
+        stream = getattr(self.result, "stream", None)
+        if stream is None:
+            return None
+        return stream.watermark_at(batch_id) if self.connect_sinks else stream.watermark
+
+    def _native_watermark(self, batch_id: int) -> str:
+        """The native plan's watermark after micro-batch ``batch_id``, as the progress line says it."""
         from .core.time import END_OF_INPUT, format_instant
 
-        wm = getattr(getattr(self.result, "stream", None), "watermark", None)
+        wm = self._native_ms(batch_id)
         if wm is None:
             return "-"
         return "end of input" if wm >= END_OF_INPUT else format_instant(wm) or "-"

@@ -166,7 +166,19 @@ class SinkSpec(_Model):
             raise ValueError("a callback sink needs callback: 'module:function'")
         if self.format == "kafka":
             _kafka_options(self.options, ("topic",), "sink")
+        if self.format == "console" and self.options.get("to", "stdout") not in ("stdout", "stderr"):
+            raise ValueError(f"a console sink's options.to is stdout or stderr, not {self.options['to']!r}")
         return self
+
+
+def dead_letter_sink(sink: SinkSpec, dead_letter: SinkSpec | None) -> SinkSpec:
+    """The dead-letter sink of a run whose panes go to ``sink``: ``dead_letter``, else the console.
+    When the panes go to stdout as JSON lines, a console's tables go to stderr (in stdout they
+    would break the lines)."""
+    dead = dead_letter or SinkSpec(format="console")
+    if sink.format == "stdout" and dead.format == "console":
+        return SinkSpec(format="console", options={**dead.options, "to": "stderr"})
+    return dead
 
 
 def _kafka_options(options: dict, one_of: tuple[str, ...], what: str) -> None:

@@ -23,7 +23,7 @@ from .runner import CONTROL
 from .spark.columns import SPARK_END_MS
 from .spark.session import get_spark
 from .spark.stages.plan import stages_batch, stages_stream
-from .spec import SinkSpec, SpecError
+from .spec import SinkSpec, SpecError, dead_letter_sink
 from .stage_checkpoint import checkpoint_errors, finished, mark_ended, run_errors, stages_meaning
 from .stage_spec import StagesRunSpec
 
@@ -48,7 +48,7 @@ def run_stages(
     if errors:
         raise SpecError.of(errors)
     spark = spark or get_spark(master or spec.spark.master, spec.spark.shuffle_partitions, spec.spark.conf)
-    dl_sink = spec.dead_letter or SinkSpec(format="console")
+    dl_sink = dead_letter_sink(spec.sink, spec.dead_letter)
     con = console()
     if spec.mode == "batch":
         return run_batch(spark, spec, dl_sink, progress, con)

@@ -35,6 +35,18 @@ RECORD_REASONS = tuple(r.value for r in VALIDATION_ORDER if r is not Reason.LATE
 #: the reasons the engine gives on the stateful plan (against the watermark, a trigger, a window's
 #: pipeline): counted in its output
 ENGINE_REASONS = tuple(r.value for r in Reason if r.value not in RECORD_REASONS)
+#: the first Spark whose progress counts a micro-batch's observed metrics once, however many jobs
+#: ``foreachBatch`` runs over the micro-batch
+OBSERVED_ONCE_FROM = (4, 3)
+
+
+def counted_per_read(spark_version: str) -> bool:
+    """Whether Spark ``spark_version`` adds a micro-batch's observed metrics once per job that reads
+    it inside ``foreachBatch`` (the native plan's step reads it again for its dead letters): a
+    micro-batch read twice would count each record twice. The native plan then caches the
+    micro-batch, so that the observation runs in its first job only."""
+    major, minor = (int(part) for part in spark_version.split(".")[:2])
+    return (major, minor) < OBSERVED_ONCE_FROM
 
 
 def input_counts(control: str | None, event_time: Column | None, windows: tuple[Column, Column] | None) -> list[Column]:

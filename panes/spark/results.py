@@ -16,6 +16,7 @@ from pyspark.sql import types as ST
 from ..core.pipeline import Pipeline
 from .connect import check_stream, is_connect, local_checkpoint_refusal
 from .failed_rows import FailedRows
+from .metrics import counted_per_read
 from .session import plan_building
 from .stateful import KIND, dead_letters_of, panes_of, sql_panes_of
 from .stateful_timing import OutputWatermarks
@@ -147,9 +148,17 @@ class NativeStreamResult(WindowedResult):
         if is_connect(self.source.sparkSession):  # (the server's foreachBatch worker resolves the state's path)
             checkpoint = str(Path(checkpoint).resolve())
         stream = self.stream = NativeStream(self.step, checkpoint, ordered)
+        cache = counted_per_read(self.source.sparkSession.version)
 
         def each(batch: DataFrame, batch_id: int) -> None:
-            stream.run(batch, batch_id, on_panes, on_dead_letters)
+            if not cache:
+                stream.run(batch, batch_id, on_panes, on_dead_letters)
+                return
+            batch = batch.cache()  # (its observed metrics: see counted_per_read)
+            try:
+                stream.run(batch, batch_id, on_panes, on_dead_letters)
+            finally:
+                batch.unpersist()
 
         return self._start(self.source, each, checkpoint, query_name, trigger, "native", (str(stream.root),))
 

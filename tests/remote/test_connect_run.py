@@ -81,6 +81,11 @@ def test_panes_run_on_spark_connect_prints_the_local_runs_panes(connect_server, 
     assert sorted(done.stdout.splitlines()) == EXPECTED
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("done: ") and last.endswith(DONE), last
+    if plan == "native":  # (its watermark is the step's, which the server ran: read from the state it wrote)
+        batches = [ln for ln in done.stderr.splitlines() if ln.startswith("batch ")]
+        assert "; watermark 2021-08-07T09:51:50.000Z;" in batches[0], batches[0]
+        assert "; watermark end of input;" in batches[-1], batches[-1]
+        assert not [ln for ln in batches if "; watermark -;" in ln], batches
     assert _dead_reasons(work) == ["invalid_event_time", "late", "missing_key"]
 
 

@@ -147,9 +147,14 @@ def test_run_writes_panes_as_json_lines_to_stdout(spark, tmp_path):
         GOOD,
         '{"k": "a", "t": "2021-08-07T10:20:00Z", "v": 1, "x": NaN}',
         '{"k": "b", "t": "2021-08-07T10:21:00Z", "v": 2, "x": Infinity}',
+        "not json {",
     ]
     spec = _spec(
-        tmp_path, lines, "k STRING, t STRING, v LONG, x DOUBLE", aggregates={"n": {"count": "*"}, "top": {"max": "x"}}
+        tmp_path,
+        lines,
+        "k STRING, t STRING, v LONG, x DOUBLE",
+        aggregates={"n": {"count": "*"}, "top": {"max": "x"}},
+        dead_letter=None,  # (the console: its table goes to stderr, apart from the panes' lines)
     )
     import yaml
 
@@ -162,6 +167,7 @@ def test_run_writes_panes_as_json_lines_to_stdout(spark, tmp_path):
         ("a", "2021-08-07T10:00:00.000Z", "2021-08-07T11:00:00.000Z", 2, None),  # max of 1 record's NaN
         ("b", "2021-08-07T10:00:00.000Z", "2021-08-07T11:00:00.000Z", 1, None),  # Infinity
     ]
+    assert "not json {" in result.stderr and "malformed" in result.stderr
 
 
 @pytest.mark.parametrize("plan", ["native", "stateful"])
@@ -258,3 +264,16 @@ def test_text_outputs_hold_iso_instants_and_no_nan_or_infinity_at_any_depth(spar
         "m": {"a": None, "b": 2.0},
         "s": {"at": "1970-01-01T00:00:00.000Z", "y": None},
     }
+
+
+def test_spark_before_4_3_counts_observed_metrics_once_per_read_of_a_micro_batch():
+    from panes.spark.metrics import counted_per_read
+
+    assert [counted_per_read(v) for v in ("4.0.1", "4.1.4", "4.2.1", "4.3.0", "4.10.0", "5.0.0.dev0")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]

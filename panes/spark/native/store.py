@@ -175,6 +175,15 @@ class NativeStream:
         on_panes(stepped.panes, batch_id)
         self.clean(batch_id)
 
+    def watermark_at(self, batch_id: int) -> int | None:
+        """The watermark after micro-batch ``batch_id`` as the store keeps it (None: no step wrote
+        one), for a process that did not run the step: on Spark Connect, the server's
+        ``foreachBatch`` runs it on a copy of this object."""
+        with contextlib.suppress(OSError, ValueError, KeyError):  # (a version cleaned meanwhile)
+            prior = [v for v in self._versions() if v <= batch_id]
+            return int(self._meta(prior[-1])["watermark"]) if prior else None
+        return None
+
     def load(self, batch_id: int) -> Kept:
         """The state the last version before ``batch_id`` left (a batch run again reads the one
         before it)."""
