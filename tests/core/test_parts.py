@@ -42,6 +42,17 @@ def _bundle(engine: Engine, st: EngineState, wm: int | None, clock: int | None, 
     return out, tuple(holds)
 
 
+def _ordered(emitted: list) -> list:
+    """(phase, order, pane): a retraction takes the emission order of the pane it precedes (a
+    session's merged-away window has its own start), as the engine orders them."""
+    out, following = [], None
+    for phase, pane in reversed(emitted):
+        if not pane.retraction:
+            following = emission_order(pane)
+        out.append((phase, following if pane.retraction else emission_order(pane), pane))
+    return out[::-1]
+
+
 def run_in_parts(scenario, parts: int, restarted: bool = False) -> list[dict]:
     """``restarted``: the stage's decisions start each bundle from the last one's snapshot, through
     JSON (as a restarted Spark query reads them from its checkpoint)."""
@@ -72,8 +83,8 @@ def run_in_parts(scenario, parts: int, restarted: bool = False) -> list[dict]:
             reports.append(PartReport(b, st.watermark, holds))
             emitted += out
         stage.bundle(reports)
-        emitted.sort(key=lambda e: (e[0], emission_order(e[1])))
-        for phase, pane in emitted:
+        emitted = sorted(_ordered(emitted), key=lambda e: e[:2])
+        for phase, _, pane in emitted:
             timing = stage.timing(
                 pane.provisional,
                 pane.timing,
