@@ -140,7 +140,7 @@ def main() -> None:
 @click.argument("spec", type=click.Path(dir_okay=False))
 @command
 def validate(spec: str) -> None:
-    from .preflight import check_spec
+    from .preflight import check_run
     from .scenario import load_scenario
     from .spec import load_document, load_run_spec
     from .stage_scenario import is_stage_scenario, load_stage_scenario
@@ -167,7 +167,8 @@ def validate(spec: str) -> None:
         return
     s = load_run_spec(spec)
     check_plan(s)
-    errors = check_spec(s)
+    # (its source and outputs, as ``panes run`` checks them, without creating a directory)
+    errors = check_run(s)
     if errors:
         raise SpecError.of(errors)
     click.echo(f"{spec}: valid ({s.mode}, window {json.dumps(s.window)})")

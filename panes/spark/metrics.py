@@ -87,10 +87,11 @@ def output_counts(kind: str, reason: str, counted: str, in_no_window: str, provi
     """The ``OUTPUT`` metrics of the stateful plan's output (the columns of its kind of row, a dead
     letter's reason, the engine's counts on its count rows, a pane's ``Pane.provisional``).
     ``panes``: the pane rows written whatever the driver decides; an empty pane whose timing
-    hangs on other buckets' holds is written only if the driver decides it ON_TIME (an empty LATE
-    pane is not emitted), after Spark observed the micro-batch: ``undecided_empty_panes``."""
+    hangs on other buckets' holds, and in retracting mode the retractions in front of it, are
+    written only if the driver decides it ON_TIME (an empty LATE pane is not emitted), after Spark
+    observed the micro-batch: ``undecided_empty_panes`` (``Pane.provisional`` 2 and 3)."""
     pane = F.col(kind) == F.lit("P")
-    undecided = pane & (F.coalesce(F.col(provisional), F.lit(0)) == 2)
+    undecided = pane & (F.coalesce(F.col(provisional), F.lit(0)) >= 2)
     return [
         F.coalesce(F.sum(counted), F.lit(0)).alias("counted"),
         F.coalesce(F.sum(in_no_window), F.lit(0)).alias("in_no_window"),

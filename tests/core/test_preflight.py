@@ -13,6 +13,7 @@ SPEC = (
 
 
 def validate(tmp_path, key):
+    (tmp_path / "d").mkdir(exist_ok=True)  # (an empty directory: the declared schema has the columns)
     spec = tmp_path / "p.yaml"
     spec.write_text(SPEC.format(key=key))
     return spec, CliRunner().invoke(cli.main, ["validate", str(spec)])
@@ -29,3 +30,28 @@ def test_a_window_pipeline_spec_is_checked_against_its_declared_schema(tmp_path)
 def test_a_window_pipeline_spec_reading_a_column_the_schema_lacks_fails_naming_it(tmp_path):
     _, result = validate(tmp_path, "plate")
     assert (result.exit_code, result.output) == (2, "error: key: no column 'plate' in source.schema (k, t, v)\n")
+
+
+def test_validate_checks_the_source_and_outputs_as_run_does(tmp_path):
+    # a source path that does not exist (yet) and a sink under a file: panes run refuses both
+    # before Spark starts, so validate does (nothing created)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    spec = tmp_path / "p.yaml"
+    spec.write_text(
+        SPEC.format(key="k").replace("path: d,", "path: nowhere,")
+        + f"sink: {{format: json, path: {blocker / 'out'}}}\n"
+    )
+    result = CliRunner().invoke(cli.main, ["validate", str(spec)])
+    assert (result.exit_code, result.output.splitlines()) == (
+        2,
+        [
+            f"error: source.path: no such file or directory: {tmp_path / 'nowhere'}",
+            f"error: sink.path: cannot write to {blocker / 'out'}: {blocker} is a file, not a directory",
+        ],
+    )
+    (tmp_path / "nowhere").mkdir()
+    blocker.unlink()
+    result = CliRunner().invoke(cli.main, ["validate", str(spec)])
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "a-file").exists()

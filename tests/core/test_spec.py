@@ -410,6 +410,8 @@ def test_cli_validate_bad_spec_exits_2_and_names_the_field(tmp_path, doc, field)
 
 
 def test_cli_validate_good_spec(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "part-0.json").write_text('{"k": "a", "t": 0}\n')
     doc = spec(source={"format": "json", "path": "data"}, key="k")
     result = CliRunner().invoke(cli.main, ["validate", _write(tmp_path, doc)])
     assert result.exit_code == 0, _stderr(result)

@@ -128,6 +128,8 @@ def test_cli_validate_refuses_a_native_plan_that_cannot_run_the_stream(tmp_path)
     assert result.exit_code == 2
     assert _stderr(result).splitlines() == [NATIVE_MESSAGE]
     # a batch runs it natively; a stream the native plan covers is valid
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "part-0.json").write_text('{"t": 0}\n')
     for doc in ({**NATIVE_SLIDING, "mode": "batch"}, {**NATIVE_SLIDING, "window": {"tumbling": {"size": "1m"}}}):
         result = CliRunner().invoke(cli.main, ["validate", _write(tmp_path, doc)])
         assert result.exit_code == 0, _stderr(result)

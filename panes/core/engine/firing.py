@@ -12,6 +12,7 @@ window's holds.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, cast
 
 from .. import rules
@@ -96,10 +97,13 @@ class Firing:
         )
         if not skip:
             order_key = (ws.end, ws.start, tuple(sort_key(v) for v in key))
-            if self.retracting:
-                out.extend((order_key, p) for p in self._retractions(state, key, ws))
-            end = self.report_end(ws.end)
             provisional = (2 if ws.new_count == 0 else 1) if undecided else 0
+            if self.retracting:
+                retractions = self._retractions(state, key, ws)
+                if provisional == 2:  # (the stage may not emit the empty pane: nor what it restates)
+                    retractions = [p if p.provisional else replace(p, provisional=3) for p in retractions]
+                out.extend((order_key, p) for p in retractions)
+            end = self.report_end(ws.end)
             out.append((order_key, Pane(key, ws.start, end, timing, ws.next_index, final, False, values, provisional)))
             state.metrics["panes"] += 1
             ws.next_index += 1

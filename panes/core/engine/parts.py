@@ -93,6 +93,8 @@ class StageWatermarks:
         value, with tuples for lists, for ``snapshot``)."""
         if not provisional:
             return timing
+        if provisional == 3:  # a retraction that goes with the empty pane after it (``Pane.provisional``)
+            return None if rules.on_time_reached(window_end, self.output[phase]) else timing
         if retraction:
             if pane in self.late_panes:
                 del self.late_panes[pane]

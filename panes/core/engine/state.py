@@ -18,7 +18,9 @@ class Pane:
     ``provisional`` (an engine that runs one part of a stage, ``Engine(partial=True)``: a Spark
     bucket): 0, the timing is decided; else the pane is ON_TIME unless the stage's output watermark,
     as the phase began, had passed the window, which only the whole stage knows
-    (``spark.stateful.OutputWatermarks`` decides it); 2 when the pane is empty (not emitted if LATE)."""
+    (``spark.stateful.OutputWatermarks`` decides it); 2 when the pane is empty (not emitted if LATE);
+    3 for a retraction in front of such an empty pane: it goes with that pane, emitted with its own
+    timing if the pane is, else not at all (as the whole stage emits neither)."""
 
     key: tuple
     window_start: int
