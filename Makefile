@@ -32,12 +32,16 @@ demo: setup
 demo-batch: setup
 	set -o pipefail; cd examples/traffic && ../../$(VENV)/bin/panes run pipeline.yaml --mode batch 2>&1 | $(QUIET)
 
+# the suite's pytest processes (pytest-xdist), each with its own SparkSession: a Spark test mostly
+# waits (a micro-batch's fixed costs), so two share two cores well
+TEST_WORKERS ?= 2
+
 # the lint first (a minute: a finding fails the target before the tests run), the suite, then
 # tests/remote's bounded slice (remote_quick: panes run --remote on a Spark Connect server, a replay
 # on a standalone cluster, both plans), in a pytest run of its own so that its servers start once
 # and stop before the target ends
 test: lint
-	$(PY) -m pytest -q -p no:cacheprovider -m "not remote and not long"; rc=$$?; \
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal -m "not remote and not long"; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; \
 	  $(PY) -m pytest -q -p no:cacheprovider -m "remote and remote_quick" tests/remote || rc=1; \
 	  exit $$rc

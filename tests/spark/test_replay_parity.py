@@ -15,7 +15,7 @@ SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.y
 
 pytestmark = pytest.mark.spark
 
-# make test replays each Spark path once; make test-long (the ``long`` marker) also the repeats:
+# make test replays each scenario once on Spark; make test-long (the ``long`` marker) also the repeats:
 #: scenarios that replay one timeline in the three accumulation modes: on the stateful plan the mode
 #: is the core engine's (its golden tests pin each) and the Spark path one (only retracting has a
 #: branch of its own, kept): the accumulating and discarding ones there are repeats
@@ -27,14 +27,20 @@ LONG = pytest.mark.long
 
 
 def _scenario_plans() -> list:
-    """Each scenario on each plan, the stateful plan's repeated accumulation modes ``long``."""
+    """Each scenario on each plan. make test replays each scenario on one plan: the native one where
+    it carries the scenario (its SQL is the plan with rules of its own), else the stateful one (the
+    core engine itself, inside transformWithStateInPandas: its Spark side, the state, timers and
+    the holds across buckets, also has tests of its own); the other plan is ``long``."""
     stems = {p.stem for p in SCENARIOS}
     out = []
     for path in SCENARIOS:
+        native = not stream_unsupported(load_scenario(path).pipeline)
         for plan in ("stateful", "native"):
             mode = next((m for m in REPEATED_MODES if path.stem.endswith(m)), None)
             repeat = plan == "stateful" and mode is not None and path.stem[: -len(mode)] + "_retracting" in stems
-            out.append(pytest.param(path, plan, id=f"{path.stem}-{plan}", marks=[LONG] if repeat else []))
+            other = plan == "stateful" and native
+            marks = [LONG] if repeat or other else []
+            out.append(pytest.param(path, plan, id=f"{path.stem}-{plan}", marks=marks))
     return out
 
 
