@@ -27,21 +27,9 @@ from .state import EngineState, WindowState
 FORMAT = "columnar-1"
 MAGIC = b"panes-state/" + FORMAT.encode()
 #: a WindowState's fields stored as columns, in ``restore_window``'s order (``acc`` and ``trig``
-#: are split further); tests/core/test_state_layout.py holds them equal to the slots
-WINDOW_FIELDS = (
-    "start",
-    "end",
-    "new_count",
-    "next_index",
-    "last_values",
-    "last_timing",
-    "last_provisional",
-    "nonearly",
-    "closed",
-    "hold",
-    "pending_retractions",
-)
-TRIGGER_FIELDS = ("finished", "data", "eow", "clock")
+#: are split further): taken from the slots, so a field added there is stored
+WINDOW_FIELDS = tuple(f for f in WindowState.__slots__ if f not in ("acc", "trig"))
+TRIGGER_FIELDS = tuple(TriggerState.__slots__)
 STATE_FIELDS = tuple(f.name for f in dataclasses.fields(EngineState) if f.name != "keys")
 INT64 = (-(2**63), 2**63 - 1)
 #: the item types of a list that may be stored once for every window that holds an equal one
