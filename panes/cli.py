@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from .spec import RunSpec, SinkSpec, SpecError
+from .spec import RunSpec, SpecError
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 #: Spark's log levels (panes' own logger takes the same, WARN as WARNING)
@@ -268,7 +268,7 @@ def run(
     report: str | None,
 ) -> None:
     from .preflight import check_run
-    from .spec import load_document, load_run_spec
+    from .spec import apply_run_options, load_document, load_run_spec
     from .stage_spec import is_stages_document, load_stages_run_spec
 
     if master and remote:
@@ -292,12 +292,7 @@ def run(
         run_stages_command(load_stages_run_spec(spec), master, mode, to_stdout, end_input, quiet)
         return
     s = load_run_spec(spec)
-    if mode:
-        s.mode = "batch" if mode == "batch" else "stream"
-    if to_stdout:
-        s.sink = SinkSpec(format="stdout")
-    if end_input:
-        s.spark.end_input = True
+    apply_run_options(s, mode, to_stdout, end_input)
     check_plan(s)
     errors = check_run(s, create=True)
     from .runner import checkpoint_problems, run_spec

@@ -181,6 +181,17 @@ def dead_letter_sink(sink: SinkSpec, dead_letter: SinkSpec | None) -> SinkSpec:
     return dead
 
 
+def apply_run_options(spec, mode: str | None, to_stdout: bool, end_input: bool) -> None:
+    """``panes run``'s options on a run spec, single- or multi-stage (``--mode``, ``--stdout``,
+    ``--end-input``)."""
+    if mode:
+        spec.mode = "batch" if mode == "batch" else "stream"
+    if to_stdout:
+        spec.sink = SinkSpec(format="stdout")
+    if end_input:
+        spec.spark.end_input = True
+
+
 def _kafka_options(options: dict, one_of: tuple[str, ...], what: str) -> None:
     """Spark's Kafka source and sink options that cannot be left out."""
     if "kafka.bootstrap.servers" not in options:

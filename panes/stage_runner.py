@@ -23,7 +23,7 @@ from .runner import CONTROL
 from .spark.columns import SPARK_END_MS
 from .spark.session import get_spark
 from .spark.stages.plan import stages_batch, stages_stream
-from .spec import SinkSpec, SpecError, dead_letter_sink
+from .spec import SinkSpec, SpecError, apply_run_options, dead_letter_sink
 from .stage_checkpoint import checkpoint_errors, finished, mark_ended, run_errors, stages_meaning
 from .stage_spec import StagesRunSpec
 
@@ -59,12 +59,7 @@ def run_stages_command(
     spec: StagesRunSpec, master: str | None, mode: str | None, to_stdout: bool, end_input: bool, quiet: bool
 ) -> dict:
     """``panes run`` of a multi-stage spec: its options applied, every check before Spark starts."""
-    if mode:
-        spec.mode = "batch" if mode == "batch" else "stream"
-    if to_stdout:
-        spec.sink = SinkSpec(format="stdout")
-    if end_input:
-        spec.spark.end_input = True
+    apply_run_options(spec, mode, to_stdout, end_input)
     errors = run_errors(spec, create=True) + checkpoint_errors(spec, spec.spark.end_input)
     if errors:
         raise SpecError.of(errors)
