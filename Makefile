@@ -9,7 +9,7 @@ SHELL  := /bin/bash
 # PySpark's transformWithState driver worker prints its own start-up chatter: keep the demo readable
 QUIET  := grep --line-buffered -v -e 'TransformWithStateInPandas Python worker' -e '^$$'
 
-.PHONY: setup java demo demo-batch test test-long test-remote test-compat test-core lint format conformance clean-conformance chaos bench bench-quick clean
+.PHONY: setup java demo demo-batch test test-long test-remote test-compat test-core lint format conformance clean-conformance chaos bench bench-quick bench-shared clean
 
 setup: java $(VENV)/.installed
 
@@ -141,6 +141,13 @@ bench: setup
 bench-quick: setup
 	$(PY) benchmarks/suite.py --quick
 	$(PY) benchmarks/nexmark_run.py --bids 200000 --rounds 1 --warmup-bids 0 --write
+
+# the shared side-by-side comparison (../shared/bench/run.sh: panes, plain PySpark and PyFlink 2.3 on
+# the same Nexmark files, medians of REPS rounds) with panes' side from benchmarks/panes_nexmark.py (the
+# complete answer: every window closed at the end); PyFlink's venv and the data are built on first use
+# in ~/.cache/panes-bench. `make bench-shared DATA=b5m REPS=1` for 5M bids
+bench-shared: setup
+	bash benchmarks/shared_harness.sh
 
 clean-conformance:
 	rm -rf $(CONFORMANCE_VENV) tests/conformance/results
