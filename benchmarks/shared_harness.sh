@@ -8,7 +8,8 @@ set -eu
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SHARED="${SHARED_BENCH:-$ROOT/../shared/bench}"
 [ -x "$SHARED/run.sh" ] || [ -f "$SHARED/run.sh" ] || { echo "error: no shared harness at $SHARED (set SHARED_BENCH)" >&2; exit 2; }
-HARNESS="$ROOT/benchmarks/results/shared-harness"
+# (outside the project: its type checker would find panes_nexmark.py twice)
+HARNESS="${WORK:-$HOME/.cache/panes-bench}/harness"
 mkdir -p "$HARNESS"
 for f in run.sh nexmark_gen.py spark_nexmark.py flink_nexmark.py; do ln -sfn "$(cd "$SHARED" && pwd)/$f" "$HARNESS/$f"; done
 ln -sfn "$ROOT/benchmarks/panes_nexmark.py" "$HARNESS/panes_nexmark.py"

@@ -4,7 +4,8 @@ panes and dead letters of an uninterrupted run, each exactly once in its file si
 For a plan (native or stateful), on the same input (several files, one micro-batch each, with late
 and malformed records): one uninterrupted ``panes run --end-input``; then, on a fresh checkpoint,
 the same command killed (its whole process group: Python, the JVM, Spark's Python workers) at a
-random moment, again and again, and finally run to its end. The rows of the file sinks are
+random moment, again and again until a run ends by itself (or is run to its end after the last
+kill); then on another fresh checkpoint while kills remain. The rows of the file sinks are
 compared as multisets. ``make chaos`` runs it 20 times per plan (``python tests/chaos.py``); the
 suite runs it a few times (tests/spark/test_crash_safety.py).
 """
@@ -128,48 +129,62 @@ def outputs(workdir: Path) -> tuple[Counter, Counter]:
 def chaos(
     root: Path, plan: str, kills: int, seed: int, log=print, files: int = FILES, budget: float | None = None
 ) -> dict:
-    """The uninterrupted run, then one killed ``kills`` times (fewer when the kills have taken
-    ``budget`` seconds); the comparison."""
+    """The uninterrupted run, then trials on fresh checkpoints: each one's run killed again and again
+    until a run of it ends by itself (or is run to its end once the ``kills`` are made, or once
+    they have taken ``budget`` seconds), and its output compared with the uninterrupted run's. A
+    kill lands anywhere in the run's time, so a run that continues a killed one may end before its
+    kill: its trial is compared then, and the next kill starts a new trial. Every kill is in a
+    compared trial."""
     write_input(root / "input", files=files)
-    reference_dir, chaos_dir = root / f"{plan}-reference", root / f"{plan}-killed"
+    reference_dir = root / f"{plan}-reference"
     seconds = run_to_end(spec(reference_dir, plan))
     reference = outputs(reference_dir)
     t0 = time.time()  # (the budget is the kills': a slow uninterrupted run leaves them their time)
     r = random.Random(seed)
+    killed, moments, trials = 0, [], []
+    got, in_trial = reference, 0
+    chaos_dir = root / f"{plan}-killed-0"
     path = spec(chaos_dir, plan)
-    killed = 0
-    moments = []
     while killed < kills and (budget is None or time.time() - t0 < budget):
         after = r.uniform(0.15, 1.0) * seconds
         moments.append(round(after, 1))
-        if not run_killed(path, after):
-            log(f"{plan}: the run ended before the kill at {after:.1f} s; starting afresh")
-            chaos_dir_reset(chaos_dir, plan)
+        if run_killed(path, after):
+            killed, in_trial = killed + 1, in_trial + 1
+            log(f"{plan}: killed {killed}/{kills} at {after:.1f} s")
             continue
-        killed += 1
-        log(f"{plan}: killed {killed}/{kills} at {after:.1f} s")
-    run_to_end(path)
-    got = outputs(chaos_dir)
+        got = outputs(chaos_dir)
+        trials.append(_trial(in_trial, reference, got))
+        log(f"{plan}: a run ended before the kill at {after:.1f} s: trial {len(trials)} compared ({in_trial} kills)")
+        chaos_dir, in_trial = root / f"{plan}-killed-{len(trials)}", 0
+        path = spec(chaos_dir, plan)
+    if in_trial:
+        run_to_end(path)
+        got = outputs(chaos_dir)
+        trials.append(_trial(in_trial, reference, got))
+    differing = [t for t in trials if not t["identical"]]
     return {
         "plan": plan,
         "kills": killed,
+        "trials": trials,
         "moments_s": moments,
         "uninterrupted_s": round(seconds, 1),
         "panes": sum(reference[0].values()),
         "dead_letters": sum(reference[1].values()),
         "panes_after_kills": sum(got[0].values()),
         "dead_letters_after_kills": sum(got[1].values()),
+        "identical": not differing,
+        "missing": differing[0]["missing"] if differing else [],
+        "extra": differing[0]["extra"] if differing else [],
+    }
+
+
+def _trial(kills: int, reference: tuple[Counter, Counter], got: tuple[Counter, Counter]) -> dict:
+    return {
+        "kills": kills,
         "identical": got == reference,
         "missing": _diff(reference, got),
         "extra": _diff(got, reference),
     }
-
-
-def chaos_dir_reset(chaos_dir: Path, plan: str) -> None:
-    import shutil
-
-    shutil.rmtree(chaos_dir, ignore_errors=True)
-    spec(chaos_dir, plan)
 
 
 def _diff(a: tuple[Counter, Counter], b: tuple[Counter, Counter]) -> list[str]:
@@ -190,10 +205,11 @@ def main() -> int:
     for plan in a.plans.split(","):
         res = chaos(root, plan, a.kills, a.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
         print(json.dumps(res), flush=True)
+        same = sum(t["identical"] for t in res["trials"])
         print(
-            f"{plan}: {res['kills']} SIGKILL restarts; uninterrupted {res['panes']} panes, "
-            f"{res['dead_letters']} dead letters; after the kills {res['panes_after_kills']} panes, "
-            f"{res['dead_letters_after_kills']} dead letters: {'identical' if res['identical'] else 'DIFFERENT'}",
+            f"{plan}: {res['kills']} SIGKILL restarts in {len(res['trials'])} runs to the end; uninterrupted "
+            f"{res['panes']} panes, {res['dead_letters']} dead letters; {same} of {len(res['trials'])} runs after "
+            f"kills identical to it: {'identical' if res['identical'] else 'DIFFERENT'}",
             flush=True,
         )
         ok &= res["identical"]
