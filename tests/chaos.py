@@ -52,7 +52,13 @@ def write_input(directory: Path, seed: int = 7, files: int = FILES) -> None:
         os.utime(path, (1_600_000_000 + f, 1_600_000_000 + f))
 
 
-def spec(workdir: Path, plan: str) -> Path:
+#: Spark's setting of how often its file-source log compacts its entries (every tenth by default)
+COMPACT_INTERVAL = "spark.sql.streaming.fileSource.log.compactInterval"
+
+
+def spec(workdir: Path, plan: str, compact_interval: int | None = None) -> Path:
+    """The chaos spec; ``compact_interval``: the file-source logs compact every that many entries,
+    so that kills land near a compaction (``<n>.compact``)."""
     doc = {
         "name": f"chaos_{plan}",
         "source": {
@@ -73,6 +79,8 @@ def spec(workdir: Path, plan: str) -> Path:
         "checkpoint": str(workdir / "checkpoint"),
         "spark": {"available_now": True, "plan": plan},
     }
+    if compact_interval is not None:
+        doc["spark"]["conf"] = {COMPACT_INTERVAL: str(compact_interval)}
     path = workdir / "spec.yaml"
     workdir.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(doc))
@@ -126,17 +134,24 @@ def outputs(workdir: Path) -> tuple[Counter, Counter]:
 
 
 def chaos(
-    root: Path, plan: str, kills: int, seed: int, log=print, files: int = FILES, budget: float | None = None
+    root: Path,
+    plan: str,
+    kills: int,
+    seed: int,
+    log=print,
+    files: int = FILES,
+    budget: float | None = None,
+    compact_interval: int | None = None,
 ) -> dict:
     """The uninterrupted run, then one killed ``kills`` times (fewer when the kills have taken
-    ``budget`` seconds); the comparison."""
+    ``budget`` seconds); the comparison. ``compact_interval``: as ``spec``'s, in both."""
     write_input(root / "input", files=files)
     reference_dir, chaos_dir = root / f"{plan}-reference", root / f"{plan}-killed"
-    seconds = run_to_end(spec(reference_dir, plan))
+    seconds = run_to_end(spec(reference_dir, plan, compact_interval))
     reference = outputs(reference_dir)
     t0 = time.time()  # (the budget is the kills': a slow uninterrupted run leaves them their time)
     r = random.Random(seed)
-    path = spec(chaos_dir, plan)
+    path = spec(chaos_dir, plan, compact_interval)
     killed = 0
     moments = []
     while killed < kills and (budget is None or time.time() - t0 < budget):
@@ -144,7 +159,7 @@ def chaos(
         moments.append(round(after, 1))
         if not run_killed(path, after):
             log(f"{plan}: the run ended before the kill at {after:.1f} s; starting afresh")
-            chaos_dir_reset(chaos_dir, plan)
+            chaos_dir_reset(chaos_dir, plan, compact_interval)
             continue
         killed += 1
         log(f"{plan}: killed {killed}/{kills} at {after:.1f} s")
@@ -165,11 +180,11 @@ def chaos(
     }
 
 
-def chaos_dir_reset(chaos_dir: Path, plan: str) -> None:
+def chaos_dir_reset(chaos_dir: Path, plan: str, compact_interval: int | None = None) -> None:
     import shutil
 
     shutil.rmtree(chaos_dir, ignore_errors=True)
-    spec(chaos_dir, plan)
+    spec(chaos_dir, plan, compact_interval)
 
 
 def _diff(a: tuple[Counter, Counter], b: tuple[Counter, Counter]) -> list[str]:
@@ -182,13 +197,27 @@ def main() -> int:
     ap.add_argument("--plans", default="native,stateful")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dir", default=None, help="work directory (default: a new temporary one)")
+    ap.add_argument(
+        "--compact-interval",
+        type=int,
+        default=None,
+        help=f"{COMPACT_INTERVAL} of the runs (Spark's default: 10): 2 puts a compaction of the "
+        "file-source logs at every second micro-batch, where kills can land",
+    )
     a = ap.parse_args()
     import tempfile
 
     root = Path(a.dir or tempfile.mkdtemp(prefix="panes-chaos-"))
     ok = True
     for plan in a.plans.split(","):
-        res = chaos(root, plan, a.kills, a.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
+        res = chaos(
+            root,
+            plan,
+            a.kills,
+            a.seed,
+            log=lambda m: print(m, file=sys.stderr, flush=True),
+            compact_interval=a.compact_interval,
+        )
         print(json.dumps(res), flush=True)
         print(
             f"{plan}: {res['kills']} SIGKILL restarts; uninterrupted {res['panes']} panes, "
