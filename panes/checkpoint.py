@@ -23,6 +23,7 @@ import os
 import time
 from pathlib import Path
 
+from .core.engine import columnar
 from .core.engine.columnar import FORMAT as STATE_FORMAT
 from .preflight import FILE_FORMATS, local_path
 from .spec import FieldError, RunSpec, SourceSpec
@@ -91,7 +92,7 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
             if field == "state_format" and old.get("plan") != meaning.get("plan"):
                 continue  # (another plan: ``plan`` says so)
             if field == "state_format" and old.get(field) != meaning.get(field):
-                errors.append(FieldError(field, format_refusal(checkpoint, old.get(field), meaning.get(field), afresh)))
+                errors.append(FieldError(field, columnar.refusal(checkpoint, old.get(field), afresh)))
             elif _text(old.get(field)) != _text(meaning.get(field)):
                 errors.append(
                     FieldError(
@@ -121,12 +122,6 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
             )
         )
     return errors
-
-
-def format_refusal(checkpoint: str, old: str | None, new: str | None, afresh: str) -> str:
-    """Why a checkpoint whose state another layout holds cannot be read."""
-    held = old or "pickled, as panes before the columnar layout wrote it"
-    return f"checkpoint {checkpoint} holds its state in another layout ({held}) than this panes reads ({new}); {afresh}"
 
 
 def record(checkpoint: str, meaning: dict) -> None:
