@@ -53,6 +53,10 @@ def _stream(spark, src):
     return panes.window(df, PIPELINE, buckets=2, plan="stateful")
 
 
+def _consume(df, batch_id) -> None:
+    df.collect()  # (Spark checks that a micro-batch's state stores all committed: read it whole)
+
+
 def test_an_api_checkpoint_of_the_pickled_layout_is_refused_before_the_query_starts(spark, tmp_path, monkeypatch):
     src, checkpoint = tmp_path / "in", str(tmp_path / "ck")
     src.mkdir()
@@ -68,10 +72,10 @@ def test_an_api_checkpoint_of_the_pickled_layout_is_refused_before_the_query_sta
             older.processAllAvailable()
         finally:
             older.stop()
-    assert written == [] and [f.name for f in (tmp_path / "ck" / "commits").iterdir() if f.name.isdigit()] == ["0"]
+    assert written == [] and (tmp_path / "ck" / "commits" / "0").exists()
     active = len(spark.streams.active)
     with pytest.raises(StateFormatError) as e:
-        _stream(spark, src).write_stream(lambda d, i: None, lambda d, i: None, checkpoint)
+        _stream(spark, src).write_stream(_consume, _consume, checkpoint)
     assert str(e.value) == (
         f"checkpoint {checkpoint} holds its state in another layout (pickled, as panes before the columnar layout "
         f"wrote it) than this panes reads (columnar-1); start afresh with a new checkpoint directory (or remove "
@@ -80,9 +84,9 @@ def test_an_api_checkpoint_of_the_pickled_layout_is_refused_before_the_query_sta
     assert len(spark.streams.active) == active  # (no query started)
     # a checkpoint of this layout goes on
     fresh = str(tmp_path / "fresh")
-    q = _stream(spark, src).write_stream(lambda d, i: None, lambda d, i: None, fresh)
+    q = _stream(spark, src).write_stream(_consume, _consume, fresh)
     q.processAllAvailable()
     q.stop()
-    again = _stream(spark, src).write_stream(lambda d, i: None, lambda d, i: None, fresh)
+    again = _stream(spark, src).write_stream(_consume, _consume, fresh)
     again.processAllAvailable()
     again.stop()
