@@ -25,10 +25,7 @@ pytestmark = pytest.mark.spark
     ],
 )
 def test_a_run_killed_and_run_again_writes_what_an_uninterrupted_run_writes(tmp_path, plan, kills, files, seed):
-    # (the file-source logs compact every second entry: a kill may land at a compaction too)
-    result = chaos(
-        tmp_path, plan, kills=kills, seed=seed, log=lambda message: None, files=files, budget=400, compact_interval=2
-    )
+    result = chaos(tmp_path, plan, kills=kills, seed=seed, log=lambda message: None, files=files, budget=400)
     assert result["kills"] >= 1
     assert result["panes"] > 0 and result["dead_letters"] > 0
     assert result["missing"] == [] and result["extra"] == []
