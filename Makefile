@@ -96,10 +96,12 @@ test-core: setup
 
 # crash safety: a real `panes run` killed with SIGKILL at 20 random moments per plan (native,
 # stateful) and run again; its file sinks compared with an uninterrupted run's (tests/chaos.py;
-# an hour or so on a 2-core machine). `make chaos KILLS=3` for a shorter try.
+# an hour or so on a 2-core machine). `make chaos KILLS=3` for a shorter try; `make chaos
+# COMPACT_INTERVAL=2` compacts the file-source logs every second micro-batch, so kills land near one.
 KILLS ?= 20
+COMPACT_INTERVAL ?=
 chaos: setup
-	$(PY) tests/chaos.py --kills $(KILLS)
+	$(PY) tests/chaos.py --kills $(KILLS) $(if $(COMPACT_INTERVAL),--compact-interval $(COMPACT_INTERVAL))
 
 # style and types (settings in pyproject.toml): ruff's lint rules and format check, then mypy; all
 # three run, and the target fails if any of them found something. `make format` fixes what ruff can.

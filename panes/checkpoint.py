@@ -18,10 +18,12 @@ stands. Both are checked before a run reads any data.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from pathlib import Path
 
+from .core.engine import columnar
 from .core.engine.columnar import FORMAT as STATE_FORMAT
 from .preflight import FILE_FORMATS, local_path
 from .spec import FieldError, RunSpec, SourceSpec
@@ -45,6 +47,8 @@ PANES_DIR = "panes"
 CONTROL_DIR = "control"
 #: the control files of the input's end, in the order the runner writes them
 END_FILES = ("end-0.json", "end-1.json")
+
+log = logging.getLogger(__name__)
 
 
 def state_meaning(spec: RunSpec, plan: str) -> dict:
@@ -88,7 +92,7 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
             if field == "state_format" and old.get("plan") != meaning.get("plan"):
                 continue  # (another plan: ``plan`` says so)
             if field == "state_format" and old.get(field) != meaning.get(field):
-                errors.append(FieldError(field, format_refusal(checkpoint, old.get(field), meaning.get(field), afresh)))
+                errors.append(FieldError(field, columnar.refusal(checkpoint, old.get(field), afresh)))
             elif _text(old.get(field)) != _text(meaning.get(field)):
                 errors.append(
                     FieldError(
@@ -118,12 +122,6 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
             )
         )
     return errors
-
-
-def format_refusal(checkpoint: str, old: str | None, new: str | None, afresh: str) -> str:
-    """Why a checkpoint whose state another layout holds cannot be read."""
-    held = old or "pickled, as panes before the columnar layout wrote it"
-    return f"checkpoint {checkpoint} holds its state in another layout ({held}) than this panes reads ({new}); {afresh}"
 
 
 def record(checkpoint: str, meaning: dict) -> None:
@@ -201,9 +199,15 @@ def drop_unplanned_files(checkpoint: str) -> list[str]:
     together with the next file into one micro-batch: with ``max_files_per_trigger: 1`` two files
     in one micro-batch, so the watermark moves once where it moved twice (a window's ON_TIME pane
     that stayed open becomes its last, other panes' timing may change). Without the entry, the run
-    again lists those files anew, into micro-batches of the sizes asked for. An unplanned
-    compaction of the log (``<n>.compact``, every tenth entry) is left alone: it holds the entries
-    before it. The names of the entries removed."""
+    again lists those files anew, into micro-batches of the sizes asked for.
+
+    An unplanned compaction (``<n>.compact``: every tenth entry by default,
+    ``spark.sql.streaming.fileSource.log.compactInterval``) holds the entries since the compaction
+    before it as well as its own files; it is removed when those entries are still there, holding
+    what it holds (Spark deletes old entries only before the compaction that precedes the one it
+    writes, so they are; a restarted query then reads its log up to entry ``n - 1``, and writes
+    compaction ``n`` anew from them). Otherwise it is left, with a warning: its files then come in
+    one micro-batch with the next ones, but nothing is lost. The names of the entries removed."""
     root = Path(checkpoint)
     batches = [int(f.name) for f in (root / "offsets").glob("*") if f.name.isdigit()]
     planned = _source_offsets(root / "offsets" / str(max(batches))) if batches else {}
@@ -214,12 +218,55 @@ def drop_unplanned_files(checkpoint: str) -> list[str]:
         offset = planned.get(int(source.name), -1)
         if offset is None:  # (not a file source's offset)
             continue
+        compactions = sorted(_compactions(source))
+        for n in (n for n in compactions if n > offset):
+            if _compacted_entries_kept(source, n, [m for m in compactions if m < n]):
+                removed.append(_remove_entry(source, f"{n}{COMPACT}"))
+            else:
+                log.warning(
+                    "%s: the file-source log's compaction %s%s was written for a micro-batch that was not "
+                    "planned, and the entries it compacts are not all there: kept (its files come in one "
+                    "micro-batch with the next ones)",
+                    checkpoint,
+                    n,
+                    COMPACT,
+                )
         for entry in source.glob("*"):
             if entry.name.isdigit() and int(entry.name) > offset:
-                entry.unlink()
-                (source / f".{entry.name}.crc").unlink(missing_ok=True)
-                removed.append(f"sources/{source.name}/{entry.name}")
+                removed.append(_remove_entry(source, entry.name))
     return sorted(removed)
+
+
+#: the suffix of a compaction of Spark's file-source log
+COMPACT = ".compact"
+
+
+def _compactions(source: Path) -> list[int]:
+    names = (f.name[: -len(COMPACT)] for f in source.glob(f"*{COMPACT}"))
+    return [int(n) for n in names if n.isdigit()]
+
+
+def _remove_entry(source: Path, name: str) -> str:
+    (source / name).unlink()
+    (source / f".{name}.crc").unlink(missing_ok=True)
+    return f"sources/{source.name}/{name}"
+
+
+def _compacted_entries_kept(source: Path, n: int, earlier: list[int]) -> bool:
+    """Whether the entries compaction ``n`` compacts (the compaction before it, else entry 0, up to
+    entry ``n - 1``) are all in ``source`` and hold the files it holds before its own."""
+    first = earlier[-1] if earlier else -1
+    names = ([f"{first}{COMPACT}"] if first >= 0 else []) + [str(k) for k in range(first + 1, n)]
+    if not all((source / name).is_file() for name in names):
+        return False
+    held = [e for e in _log_entries(source / f"{n}{COMPACT}") if e.get("batchId") != n]
+    kept = [e for name in names for e in _log_entries(source / name)]
+    return _text(sorted(map(_text, held))) == _text(sorted(map(_text, kept)))
+
+
+def _log_entries(path: Path) -> list[dict]:
+    """The file entries of an entry of a file-source log (``v1``, then one JSON object a line)."""
+    return [json.loads(line) for line in path.read_text().splitlines()[1:] if line.strip()]
 
 
 def _source_offsets(path: Path) -> dict[int, int | None]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import checkpoint as ck
+from .core.engine import columnar
 from .core.open_windows import WindowQuery
 from .core.time import parse_instant
 from .spec import RunSpec, SpecError, load_run_spec, parse_run_spec
@@ -46,9 +47,7 @@ def checkpoint_plan(spec: RunSpec) -> str:
     changed = [f for f in ck.STATE_FIELDS if _text(saved.get(f)) != _text(meaning.get(f))]
     if changed and changed[0] == "state_format":
         afresh = "start afresh with a new checkpoint directory"
-        raise SpecError(
-            changed[0], ck.format_refusal(spec.checkpoint, saved.get(changed[0]), meaning[changed[0]], afresh)
-        )
+        raise SpecError(changed[0], columnar.refusal(spec.checkpoint, saved.get(changed[0]), afresh))
     if changed:
         raise SpecError(
             changed[0],

@@ -53,7 +53,13 @@ def write_input(directory: Path, seed: int = 7, files: int = FILES) -> None:
         os.utime(path, (1_600_000_000 + f, 1_600_000_000 + f))
 
 
-def spec(workdir: Path, plan: str) -> Path:
+#: Spark's setting of how often its file-source log compacts its entries (every tenth by default)
+COMPACT_INTERVAL = "spark.sql.streaming.fileSource.log.compactInterval"
+
+
+def spec(workdir: Path, plan: str, compact_interval: int | None = None) -> Path:
+    """The chaos spec; ``compact_interval``: the file-source logs compact every that many entries,
+    so that kills land near a compaction (``<n>.compact``)."""
     doc = {
         "name": f"chaos_{plan}",
         "source": {
@@ -74,6 +80,8 @@ def spec(workdir: Path, plan: str) -> Path:
         "checkpoint": str(workdir / "checkpoint"),
         "spark": {"available_now": True, "plan": plan},
     }
+    if compact_interval is not None:
+        doc["spark"]["conf"] = {COMPACT_INTERVAL: str(compact_interval)}
     path = workdir / "spec.yaml"
     workdir.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(doc))
@@ -127,24 +135,31 @@ def outputs(workdir: Path) -> tuple[Counter, Counter]:
 
 
 def chaos(
-    root: Path, plan: str, kills: int, seed: int, log=print, files: int = FILES, budget: float | None = None
+    root: Path,
+    plan: str,
+    kills: int,
+    seed: int,
+    log=print,
+    files: int = FILES,
+    budget: float | None = None,
+    compact_interval: int | None = None,
 ) -> dict:
     """The uninterrupted run, then trials on fresh checkpoints: each one's run killed again and again
     until a run of it ends by itself (or is run to its end once the ``kills`` are made, or once
     they have taken ``budget`` seconds), and its output compared with the uninterrupted run's. A
     kill lands anywhere in the run's time, so a run that continues a killed one may end before its
     kill: its trial is compared then, and the next kill starts a new trial. Every kill is in a
-    compared trial."""
+    compared trial. ``compact_interval``: as ``spec``'s, in both."""
     write_input(root / "input", files=files)
     reference_dir = root / f"{plan}-reference"
-    seconds = run_to_end(spec(reference_dir, plan))
+    seconds = run_to_end(spec(reference_dir, plan, compact_interval))
     reference = outputs(reference_dir)
     t0 = time.time()  # (the budget is the kills': a slow uninterrupted run leaves them their time)
     r = random.Random(seed)
     killed, moments, trials = 0, [], []
     got, in_trial = reference, 0
     chaos_dir = root / f"{plan}-killed-0"
-    path = spec(chaos_dir, plan)
+    path = spec(chaos_dir, plan, compact_interval)
     while killed < kills and (budget is None or time.time() - t0 < budget):
         after = r.uniform(0.15, 1.0) * seconds
         moments.append(round(after, 1))
@@ -156,7 +171,7 @@ def chaos(
         trials.append(_trial(in_trial, reference, got))
         log(f"{plan}: a run ended before the kill at {after:.1f} s: trial {len(trials)} compared ({in_trial} kills)")
         chaos_dir, in_trial = root / f"{plan}-killed-{len(trials)}", 0
-        path = spec(chaos_dir, plan)
+        path = spec(chaos_dir, plan, compact_interval)
     if in_trial:
         run_to_end(path)
         got = outputs(chaos_dir)
@@ -197,13 +212,27 @@ def main() -> int:
     ap.add_argument("--plans", default="native,stateful")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dir", default=None, help="work directory (default: a new temporary one)")
+    ap.add_argument(
+        "--compact-interval",
+        type=int,
+        default=None,
+        help=f"{COMPACT_INTERVAL} of the runs (Spark's default: 10): 2 puts a compaction of the "
+        "file-source logs at every second micro-batch, where kills can land",
+    )
     a = ap.parse_args()
     import tempfile
 
     root = Path(a.dir or tempfile.mkdtemp(prefix="panes-chaos-"))
     ok = True
     for plan in a.plans.split(","):
-        res = chaos(root, plan, a.kills, a.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
+        res = chaos(
+            root,
+            plan,
+            a.kills,
+            a.seed,
+            log=lambda m: print(m, file=sys.stderr, flush=True),
+            compact_interval=a.compact_interval,
+        )
         print(json.dumps(res), flush=True)
         same = sum(t["identical"] for t in res["trials"])
         print(

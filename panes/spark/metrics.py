@@ -8,9 +8,9 @@ they add up to).
   (``event_time_min``/``_max``: a run warns when they look like another unit); on the native plan
   also ``in_window`` and ``in_no_window`` (valid records with a window, and in a hopping gap).
 - ``OUTPUT`` (stateful plan), on the processor's output: ``counted`` and ``in_no_window`` as the
-  engine counted them (its count rows), ``panes`` and ``undecided_empty_panes`` (``output_counts``),
-  and one count per reason the engine gives (``late``, ``window_closed``, ``window_pipeline_failed``:
-  ``ENGINE_REASONS``).
+  engine counted them (its count rows), ``certain_panes`` and ``undecided_empty_panes``
+  (``output_counts``), and one count per reason the engine gives (``late``, ``window_closed``,
+  ``window_pipeline_failed``: ``ENGINE_REASONS``).
 
 On the native plan lateness is decided per micro-batch inside ``foreachBatch``, where Spark collects
 no observed metrics: its records counted are ``in_window`` less the late dead letters its sink
@@ -86,16 +86,19 @@ def numeric_event_time(schema: ST.StructType, column: str | None) -> Column | No
 def output_counts(kind: str, reason: str, counted: str, in_no_window: str, provisional: str) -> list[Column]:
     """The ``OUTPUT`` metrics of the stateful plan's output (the columns of its kind of row, a dead
     letter's reason, the engine's counts on its count rows, a pane's ``Pane.provisional``).
-    ``panes``: the pane rows written whatever the driver decides; an empty pane whose timing
-    hangs on other buckets' holds, and in retracting mode the retractions in front of it, are
-    written only if the driver decides it ON_TIME (an empty LATE pane is not emitted), after Spark
-    observed the micro-batch: ``undecided_empty_panes`` (``Pane.provisional`` 2 and 3)."""
+    ``certain_panes``: the pane rows written whatever the driver decides. An empty pane whose
+    timing hangs on other buckets' holds, and in retracting mode the retractions in front of it,
+    are written only if the driver decides it ON_TIME (an empty LATE pane is not emitted):
+    ``undecided_empty_panes`` (``Pane.provisional`` 2 and 3). The driver decides inside
+    ``foreachBatch``, after Spark observed the micro-batch (an observation made there is not in the
+    progress), so no metric here is the pane rows written: those are ``certain_panes`` and the
+    undecided ones decided ON_TIME, what the sinks receive (``panes run`` counts them so)."""
     pane = F.col(kind) == F.lit("P")
     undecided = pane & (F.coalesce(F.col(provisional), F.lit(0)) >= 2)
     return [
         F.coalesce(F.sum(counted), F.lit(0)).alias("counted"),
         F.coalesce(F.sum(in_no_window), F.lit(0)).alias("in_no_window"),
-        F.count_if(pane & ~undecided).alias("panes"),
+        F.count_if(pane & ~undecided).alias("certain_panes"),
         F.count_if(undecided).alias("undecided_empty_panes"),
         *[F.count_if((F.col(kind) == F.lit("D")) & (F.col(reason) == F.lit(r))).alias(r) for r in ENGINE_REASONS],
     ]

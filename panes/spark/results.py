@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 from pyspark.sql import types as ST
 
+from ..core.engine.columnar import StateFormatError
 from ..core.pipeline import Pipeline
 from .connect import check_stream, is_connect, local_checkpoint_refusal
 from .failed_rows import FailedRows
 from .metrics import counted_per_read
 from .session import plan_building
+from .state_reader import layout_refusal
 from .stateful import KIND, dead_letters_of, panes_of, sql_panes_of
 from .stateful_timing import OutputWatermarks
 from .window_pipeline import is_sql
@@ -216,6 +218,9 @@ class StatefulStreamResult(WindowedResult):
         **trigger: Any,
     ) -> StreamingQuery:
         p, schema, view = self.pipeline, self.input_schema, self.view
+        refusal = layout_refusal(self.combined.sparkSession, checkpoint)
+        if refusal is not None:
+            raise StateFormatError(refusal)
         # (with allowed lateness, the provisional panes are decided here, what the decisions keep
         # written to the checkpoint per micro-batch: see ``settling``)
         watermarks = OutputWatermarks(p, checkpoint) if p.allowed_lateness > 0 else None

@@ -82,6 +82,34 @@ def last_commit(checkpoint: str) -> tuple[int, int]:
     return batch, END_OF_INPUT if wm >= SPARK_END_MS else wm if wm > 0 else MIN_TIME
 
 
+def layout_refusal(spark: Any, checkpoint: str) -> str | None:
+    """Why the stateful plan cannot go on from ``checkpoint`` (None: it can, or cannot tell): its
+    buckets' state, at the last committed batch, is in another layout than this panes reads. The
+    driver reads one bucket's stored state (a small job), so that the query is refused before it
+    starts rather than in a task. (``panes run`` refuses such a checkpoint earlier, by what its
+    ``panes/state.json`` records; a checkpoint made through ``write_stream`` has none.)"""
+    try:
+        batch, _ = last_commit(checkpoint)
+    except NoState:
+        return None
+    try:
+        stored = (
+            spark.read.format("statestore")
+            .option("stateVarName", ENGINE_STATE)
+            .option("batchId", batch)
+            .load(checkpoint)
+            .select(F.col("value").getField("blob").alias("blob"))
+            .where(F.col("blob").isNotNull())
+            .limit(1)
+            .collect()
+        )
+    except Exception:  # (no such state: another plan's checkpoint; the query says what it finds)
+        return None
+    if not stored or columnar.in_this_layout(stored[0][0]):
+        return None
+    return columnar.refusal(checkpoint, None, f"start afresh with a new checkpoint directory (or remove {checkpoint})")
+
+
 def stateful_windows(spark: Any, checkpoint: str, p: Pipeline, schema: ST.StructType, query: WindowQuery) -> DataFrame:
     """The open windows of a stateful stream's checkpoint at its last committed batch."""
     batch, wm = last_commit(checkpoint)

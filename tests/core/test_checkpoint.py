@@ -5,6 +5,7 @@ that was interrupted needs --end-input."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -177,7 +178,8 @@ def _spark_checkpoint(root, offsets: list[list[str]], sources: dict[int, list[st
 
 def test_the_file_source_entries_no_micro_batch_planned_are_dropped(tmp_path):
     # the data source listed micro-batch 2's file (entry 2) and the run was killed before Spark
-    # wrote offsets/2; the control source (no offset yet) listed one too; a compaction is kept
+    # wrote offsets/2; the control source (no offset yet) listed one too; a compaction whose
+    # entries are not there (1 to 8) is kept
     _spark_checkpoint(
         tmp_path,
         [['{"logOffset":0}', "-"], ['{"logOffset":1}', "-"]],
@@ -197,3 +199,75 @@ def test_entries_of_planned_micro_batches_and_of_other_sources_stay(tmp_path):
     (tmp_path / "b" / "sources" / "0" / "0").write_text("v1\n")
     assert ck.drop_unplanned_files(str(tmp_path / "b")) == ["sources/0/0"]
     assert ck.drop_unplanned_files(str(tmp_path / "missing")) == []
+
+
+def _file_log(directory, interval: int, entries: int) -> None:
+    """A file-source log as Spark writes it with ``compactInterval`` ``interval``: entry ``n`` lists
+    file ``f<n>``; a compaction (``<n>.compact``, ``(n + 1) % interval == 0``) what the compaction
+    before it and the entries since list (every file so far), then its own file."""
+    directory.mkdir(parents=True)
+    lines: list[str] = []
+    for n in range(entries):
+        line = json.dumps({"path": f"file:///in/f{n}.json", "timestamp": 1000 + n, "batchId": n})
+        if (n + 1) % interval == 0:
+            (directory / f"{n}.compact").write_text("\n".join(["v1", *lines, line]))
+            (directory / f".{n}.compact.crc").write_bytes(b"crc")
+            lines.append(line)
+        else:
+            (directory / str(n)).write_text("\n".join(["v1", line]))
+            (directory / f".{n}.crc").write_bytes(b"crc")
+            lines.append(line)
+
+
+def _offsets(root, log_offset: int) -> None:
+    (root / "offsets").mkdir(parents=True)
+    (root / "offsets" / "0").write_text(f'v1\n{{"batchWatermarkMs":0}}\n{{"logOffset":{log_offset}}}')
+
+
+def test_an_unplanned_compaction_goes_when_the_entries_it_compacts_are_there(tmp_path):
+    # compactInterval 3: the run was killed after the source wrote 2.compact (entries 0, 1 and its
+    # own file) and before offsets planned it; later, 5.compact after 2.compact, 3 and 4 (0 and 1
+    # deleted by Spark as expired: spark.sql.streaming.minBatchesToRetain 1)
+    for root, entries, planned, gone in [
+        (tmp_path / "a", 3, 1, "2.compact"),
+        (tmp_path / "b", 6, 4, "5.compact"),
+    ]:
+        _file_log(root / "sources" / "0", 3, entries)
+        _offsets(root, planned)
+        if entries == 6:
+            for name in ("0", ".0.crc", "1", ".1.crc"):
+                (root / "sources" / "0" / name).unlink()
+        before = sorted(f.name for f in (root / "sources" / "0").iterdir())
+        assert ck.drop_unplanned_files(str(root)) == [f"sources/0/{gone}"]
+        after = sorted(f.name for f in (root / "sources" / "0").iterdir())
+        assert after == [f for f in before if f not in (gone, f".{gone}.crc")]
+        assert ck.drop_unplanned_files(str(root)) == []
+    assert sorted(f.name for f in (tmp_path / "b" / "sources" / "0").glob("[0-9]*")) == ["2.compact", "3", "4"]
+
+
+def test_an_unplanned_compaction_stays_when_the_entries_it_compacts_are_not_all_there(tmp_path):
+    # entry 4 gone, or 3 holding another file than 5.compact says: 5.compact keeps them
+    for name, change in [("4", None), ("3", '{"path": "file:///in/other.json", "timestamp": 1003, "batchId": 3}')]:
+        root = tmp_path / name
+        _file_log(root / "sources" / "0", 3, 6)
+        _offsets(root, 4)
+        if change is None:
+            (root / "sources" / "0" / name).unlink()
+        else:
+            (root / "sources" / "0" / name).write_text("v1\n" + change)
+        assert ck.drop_unplanned_files(str(root)) == []
+        assert (root / "sources" / "0" / "5.compact").exists()
+
+
+def test_a_planned_compaction_and_the_entries_before_it_stay(tmp_path):
+    _file_log(tmp_path / "sources" / "0", 3, 7)
+    _offsets(tmp_path, 5)
+    assert ck.drop_unplanned_files(str(tmp_path)) == ["sources/0/6"]
+    assert sorted(f.name for f in (tmp_path / "sources" / "0").glob("[0-9]*")) == [
+        "0",
+        "1",
+        "2.compact",
+        "3",
+        "4",
+        "5.compact",
+    ]

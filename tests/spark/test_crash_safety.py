@@ -38,6 +38,30 @@ def test_a_run_killed_after_the_file_source_listed_a_micro_batch_that_spark_had_
     micro-batch into its log (``sources/0/<n>``) before Spark writes that micro-batch's offsets. A
     run killed between the two, run again, took that entry and the next file as one micro-batch;
     the run again must give the micro-batches, panes and dead letters of an uninterrupted run."""
+    _killed_after_listing(spark, tmp_path, lambda log, listed: (log / "2").write_text("v1\n" + listed))
+
+
+def test_a_run_killed_after_the_file_source_compacted_its_log_for_a_micro_batch_not_planned(spark, tmp_path):
+    """The same moment when the entry is a compaction of the log (``compactInterval`` 3: entry 2 is
+    ``2.compact``, holding entries 0 and 1 and its own file), as every tenth entry of a long-lived
+    stream is by default: removed as well, the run again gives what an uninterrupted run gives."""
+    from tests.chaos import COMPACT_INTERVAL
+
+    def compaction(log, listed: str) -> None:
+        compacted = [line for n in (0, 1) for line in (log / str(n)).read_text().splitlines()[1:]]
+        (log / "2.compact").write_text("\n".join(["v1", *compacted, listed]))
+
+    spark.conf.set(COMPACT_INTERVAL, "3")
+    try:
+        _killed_after_listing(spark, tmp_path, compaction)
+    finally:
+        spark.conf.unset(COMPACT_INTERVAL)
+
+
+def _killed_after_listing(spark, tmp_path, write_entry) -> None:
+    """Four files; a run that planned micro-batches 0 and 1, then the entry of micro-batch 2's file
+    (``write_entry(log directory, its JSON line)``) as a run killed before Spark wrote offsets/2
+    leaves it; the run again ends the input: its outputs equal an uninterrupted run's."""
     import json
 
     from panes.runner import run_spec
@@ -62,7 +86,7 @@ def test_a_run_killed_after_the_file_source_listed_a_micro_batch_that_spark_had_
         os.utime(arriving / f"part-{f}.json", (1_600_000_000 + f,) * 2)
     listed = arriving / "part-2.json"
     entry = {"path": listed.resolve().as_uri(), "timestamp": listed.stat().st_mtime_ns // 1_000_000, "batchId": 2}
-    (tmp_path / "killed" / "checkpoint" / "sources" / "0" / "2").write_text("v1\n" + json.dumps(entry))
+    write_entry(tmp_path / "killed" / "checkpoint" / "sources" / "0", json.dumps(entry))
     again = run_spec(load_run_spec(killed), spark=spark, progress=False, end_input=True)
     got, expected = outputs(tmp_path / "killed"), outputs(tmp_path / "reference")
     missing = [row for x, y in zip(expected, got) for row in (x - y).elements()]

@@ -329,5 +329,68 @@ def test_the_observed_panes_are_the_panes_written_and_the_undecided_empty_ones_a
     finally:
         q.stop()
     assert [(r["k"], r["timing"], r["pane_index"], r["s"]) for r in written] == [("a", "EARLY", 0, 9)]
-    assert sum(m["panes"] for m in progress) == len(written) == 1
+    assert sum(m["certain_panes"] for m in progress) == len(written) == 1
     assert sum(m["undecided_empty_panes"] for m in progress) == 1
+
+
+def test_the_panes_counted_are_the_rows_written_when_the_driver_writes_an_undecided_empty_pane(spark, tmp_path):
+    # issue 26: as above, but a record of h (another bucket) came to its window [12 s, 16 s)
+    # before the watermark passed it and holds the output watermark at 15.999 s; b's record
+    # moves the watermark past both windows' expiry in one phase, where h's hold still holds it:
+    # k0's empty last pane is ON_TIME, and the driver writes it. Spark observed the micro-batch
+    # before: one certain pane there, one undecided empty one; the pane rows written, three, are
+    # what panes run counts
+    from panes.runner import run_spec
+    from panes.spec import parse_run_spec
+    from tests.chaos import sink_rows
+
+    h = _holders(spark, 8)[0]
+    src = tmp_path / "in"
+    src.mkdir()
+    pipeline = {
+        **PIPELINE,
+        "window": {"tumbling": {"size": 4000}},
+        "allowed_lateness": 10_000,
+        "trigger": {"repeatedly": {"after_count": 2}},
+    }
+    for n, rows in enumerate([[("k0", 4, 18_464), (h, 1, 13_000)], [("k0", 5, 19_902)], [("b", 1, 40_000)]]):
+        path = src / f"b{n}.json"
+        path.write_text("".join(json.dumps({"k": k, "v": v, "t": t}) + "\n" for k, v, t in rows))
+        os.utime(path, (1_600_000_000 + n,) * 2)
+    df = spark.readStream.schema("k STRING, v LONG, t LONG").option("maxFilesPerTrigger", 1).json(str(src))
+    written: list = []
+    q = panes.window(df, pipeline, buckets=8, plan="stateful").write_stream(
+        lambda d, i: written.extend(r.asDict() for r in d.collect()), lambda d, i: None, str(tmp_path / "ck")
+    )
+    try:
+        q.processAllAvailable()
+        progress = [p["observedMetrics"]["panes_output"] for p in q.recentProgress if p.get("observedMetrics")]
+    finally:
+        q.stop()
+    expected = [("k0", "EARLY", 0, 9), (h, "ON_TIME", 0, 1), ("k0", "ON_TIME", 1, 0)]
+    assert sorted((r["k"], r["timing"], r["pane_index"], r["s"]) for r in written) == sorted(expected)
+    assert sum(m["certain_panes"] for m in progress) == 2
+    assert sum(m["undecided_empty_panes"] for m in progress) == 1
+    assert "panes" not in progress[0]  # (no observed metric can be the rows written)
+    # panes run: its counts are the sink's
+    spec = parse_run_spec(
+        {
+            **pipeline,
+            "name": "undecided",
+            "mode": "stream",
+            "source": {
+                "format": "json",
+                "path": str(src),
+                "max_files_per_trigger": 1,
+                "schema": "k STRING, v LONG, t LONG",
+            },
+            "sink": {"format": "json", "path": str(tmp_path / "run" / "panes")},
+            "dead_letter": {"format": "json", "path": str(tmp_path / "run" / "dead")},
+            "checkpoint": str(tmp_path / "run" / "ck"),
+            "spark": {"available_now": True, "plan": "stateful", "buckets": 8},
+        }
+    )
+    result = run_spec(spec, spark=spark, progress=False)
+    rows = [json.loads(r) for r in sink_rows(tmp_path / "run" / "panes").elements()]
+    assert sorted((r["k"], r["timing"], r["pane_index"], r["s"]) for r in rows) == sorted(expected)
+    assert result["panes"] == len(rows) == 3

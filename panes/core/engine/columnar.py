@@ -41,6 +41,19 @@ class StateFormatError(ValueError):
     """A stored state is not in this layout (an older panes wrote it)."""
 
 
+def in_this_layout(blob: bytes) -> bool:
+    """Whether a stored state is in this layout (its first bytes say which)."""
+    return bytes(blob[: len(MAGIC)]) == MAGIC
+
+
+def refusal(checkpoint: str, held: str | None, afresh: str) -> str:
+    """Why a checkpoint whose state another layout holds (``held``; None: pickled) cannot be read."""
+    held = held or "pickled, as panes before the columnar layout wrote it"
+    return (
+        f"checkpoint {checkpoint} holds its state in another layout ({held}) than this panes reads ({FORMAT}); {afresh}"
+    )
+
+
 # -- one column -------------------------------------------------------------------------------------
 
 
@@ -127,7 +140,7 @@ def encode(state: EngineState) -> bytes:
 
 def decode(blob: bytes) -> EngineState:
     """The state ``encode`` stored."""
-    if not bytes(blob[: len(MAGIC)]) == MAGIC:
+    if not in_this_layout(blob):
         raise StateFormatError(
             f"the stored engine state is not in panes' state layout {FORMAT} (an older panes wrote it): "
             "start afresh with a new checkpoint"

@@ -36,6 +36,9 @@ class StageRows(RowLayout):
             row[WE],
             pane,
             record["retraction"],
+            # (one pane's rows share it, two panes never: the contributor is the pane's key and
+            # window, and a firing retracts a window's pane once; sessions merged in one firing
+            # are retracted each under its own window; tests/core/test_stage_pane_keys.py)
             (*pane, record["retraction"]),
         )
 
