@@ -282,14 +282,9 @@ def run(
             raise SpecError(
                 "--remote", "multi-stage pipelines are not supported on Spark Connect: run them on a master"
             )
-        if report:
-            raise SpecError(
-                "--report",
-                "the run's page is drawn for single-stage specs; a multi-stage spec has none: run it without",
-            )
         from .stage_runner import run_stages_command
 
-        run_stages_command(load_stages_run_spec(spec), master, mode, to_stdout, end_input, quiet)
+        run_stages_command(load_stages_run_spec(spec), master, mode, to_stdout, end_input, quiet, report)
         return
     s = load_run_spec(spec)
     apply_run_options(s, mode, to_stdout, end_input)

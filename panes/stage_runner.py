@@ -6,7 +6,8 @@ anything the run checks that the checkpoint's state means what the spec says
 (``panes.stage_checkpoint``); with ``available_now`` it processes what is there and stops, the
 open windows of every stage kept for the next run; ending the inputs (``--end-input``,
 ``spark.end_input``) is explicit, after which the checkpoint takes no more data. Each micro-batch
-and the last line account for every input record (``core.stages.accounts``).
+and the last line account for every input record (``core.stages.accounts``); ``report_path``
+writes the run's page (``panes.report.write_stages_report``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import time
 from pathlib import Path
 
 from . import checkpoint as ck
-from .core.stages.accounts import GraphAccounting
+from .core.stages.accounts import GraphAccounting, StagesProgress
+from .core.time import END_OF_INPUT
 from .io import read_batch, read_stream, write_batch
+from .report import write_stages_report
 from .runner import CONTROL
 from .spark.columns import SPARK_END_MS
 from .spark.session import get_spark
@@ -40,9 +43,11 @@ def run_stages(
     progress: bool = True,
     spark=None,
     end_input: bool | None = None,
+    report_path: str | None = None,
 ) -> dict:
     """Run a validated multi-stage spec. Returns the counts: panes, dead letters, batches, and
-    for a stream the account of its input records. ``end_input``: default ``spark.end_input``."""
+    for a stream the account of its input records. ``end_input``: default ``spark.end_input``;
+    ``report_path``: write the run's page there."""
     end_input = spec.spark.end_input if end_input is None else end_input
     errors = checkpoint_errors(spec, end_input)
     if errors:
@@ -51,22 +56,29 @@ def run_stages(
     dl_sink = dead_letter_sink(spec.sink, spec.dead_letter)
     con = console()
     if spec.mode == "batch":
-        return run_batch(spark, spec, dl_sink, progress, con)
-    return StagesRun(spark, spec, dl_sink, progress, con, end_input).run()
+        return run_batch(spark, spec, dl_sink, progress, con, report_path)
+    return StagesRun(spark, spec, dl_sink, progress, con, end_input, report_path).run()
 
 
 def run_stages_command(
-    spec: StagesRunSpec, master: str | None, mode: str | None, to_stdout: bool, end_input: bool, quiet: bool
+    spec: StagesRunSpec,
+    master: str | None,
+    mode: str | None,
+    to_stdout: bool,
+    end_input: bool,
+    quiet: bool,
+    report_path: str | None = None,
 ) -> dict:
     """``panes run`` of a multi-stage spec: its options applied, every check before Spark starts."""
     apply_run_options(spec, mode, to_stdout, end_input)
     errors = run_errors(spec, create=True) + checkpoint_errors(spec, spec.spark.end_input)
     if errors:
         raise SpecError.of(errors)
-    return run_stages(spec, master=master, progress=not quiet)
+    return run_stages(spec, master=master, progress=not quiet, report_path=report_path)
 
 
-def run_batch(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con) -> dict:
+def run_batch(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con, report_path: str | None) -> dict:
+    started = time.time()
     graph = spec.to_graph()
     res = stages_batch(
         {n: read_batch(spark, i.source) for n, i in spec.inputs.items()},
@@ -84,6 +96,11 @@ def run_batch(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con
     account = res.accounting or GraphAccounting()
     if progress:
         con.print(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters; {account.summary()}")
+    if report_path:
+        # (the batch plan ends every input after the rows: every watermark is at the end)
+        ends = ({i.name: END_OF_INPUT for i in graph.inputs}, {s.name: END_OF_INPUT for s in graph.stages})
+        row = StagesProgress(0, int(started * 1000), time.time() - started, account, *ends)
+        write_stages_report(report_path, spec.name or "panes", str(res.plan), graph.output_stage.name, [row], [n_panes])
     return {**account.as_dict(), "panes": n_panes, "dead_letters": n_dead, "batches": 1}
 
 
@@ -105,13 +122,25 @@ def sink(target: SinkSpec, what: str, counts: dict):
 class StagesRun:
     """One ``panes run`` of a multi-stage stream: the data pass, the inputs' end when asked."""
 
-    def __init__(self, spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con, end_input: bool):
+    def __init__(
+        self,
+        spark,
+        spec: StagesRunSpec,
+        dl_sink: SinkSpec,
+        progress: bool,
+        con,
+        end_input: bool,
+        report_path: str | None = None,
+    ):
         self.spark, self.spec, self.dl_sink, self.progress, self.con = spark, spec, dl_sink, progress, con
-        self.end_input = end_input
+        self.end_input, self.report_path = end_input, report_path
         self.checkpoint = spec.checkpoint or tempfile.mkdtemp(prefix="panes-checkpoint-")
         self.control_dir = Path(self.checkpoint) / ck.CONTROL_DIR
         self.counts = {"panes": 0, "dead_letters": 0, "batches": 0}
         self.totals = GraphAccounting()
+        #: each micro-batch, and the output stage's panes it gave (for the run's page)
+        self.history: list[StagesProgress] = []
+        self.panes_of: list[int] = []
 
     def say(self, text: str) -> None:
         if self.progress:
@@ -142,6 +171,9 @@ class StagesRun:
         elif self.end_input:
             self.say("stopped before the sources were read: the inputs were not ended")
         self.done()
+        if self.report_path:
+            title, output = self.spec.name or "panes", self.spec.to_graph().output_stage.name
+            write_stages_report(self.report_path, title, str(self.result.plan), output, self.history, self.panes_of)
         return self.result_counts()
 
     def result_counts(self) -> dict:
@@ -161,7 +193,7 @@ class StagesRun:
             sink(self.dl_sink, "dead letters", self.counts),
             self.checkpoint,
             query_name=self.spec.name or "panes",
-            on_accounting=self.accounted,
+            on_progress=self.accounted,
             **trigger,
         )
         t0, complete = time.time(), False
@@ -180,9 +212,12 @@ class StagesRun:
             raise RuntimeError(str(q.exception()))
         return complete
 
-    def accounted(self, accounting: GraphAccounting, batch_id: int) -> None:
-        self.totals.add_graph(accounting)
-        self.say(f"batch {batch_id:>4}: {accounting.summary()}")
+    def accounted(self, batch: StagesProgress) -> None:
+        """A micro-batch done (its sinks written): its account added to the run's, its line."""
+        self.totals.add_graph(batch.accounting)
+        self.history.append(batch)
+        self.panes_of.append(self.counts["panes"] - sum(self.panes_of))
+        self.say(f"batch {batch.batch_id:>4}: {batch.accounting.summary()}")
 
     def end(self) -> None:
         """End every input for good: a control record moves each input's watermark to +infinity,
