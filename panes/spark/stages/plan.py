@@ -22,7 +22,7 @@ from ...core.stages import StageGraph
 from ...core.stages.accounts import GraphAccounting, StagesProgress
 from ...core.triggers import Never
 from ..columns import CLOCK, DETAIL, INVALID, PUNCT, SPARK_END_MS, TS
-from ..connect import ConnectRefusal, is_connect
+from ..connect import check_stream
 from .buckets import HIDDEN, KIND, ROW
 from .schema import DEAD_LETTERS, pane_schema, typed
 from .stream import StagesStream
@@ -93,19 +93,19 @@ class StagesResult:
         scripted_clock: bool = False,
         on_accounting=None,
         on_progress=None,
+        client_files: tuple[str, ...] = (),
         **trigger,
     ):
         """Start the streaming query; ``f(df, batch_id)`` gets each micro-batch's output-stage panes
         and dead letters (typed DataFrames); ``on_accounting(accounting, batch_id)``, when given,
         where its input records went (``core.stages.accounts.GraphAccounting``); ``on_progress``,
-        when given, the micro-batch after its callbacks (``StagesProgress``)."""
+        when given, the micro-batch after its callbacks (``StagesProgress``). On Spark Connect they
+        run on the server, on a copy of what they close over; ``client_files``: paths this process
+        wrote that the server must read (``connect.stream_refusal``)."""
         if self.source is None:
             raise ValueError("write_stream is for streaming inputs; read .panes and .dead_letters")
-        if is_connect(self.source.sparkSession):
-            raise ConnectRefusal(
-                "Spark Connect cannot run this stream: multi-stage pipelines are not supported on Spark Connect: "
-                "run them on a master"
-            )
+        # (on Spark Connect the plan and the callbacks run in the server's foreachBatch worker)
+        check_stream(self.source.sparkSession, "stages", checkpoint, client_files)
         plan = StagesStream(
             self.graph,
             self.schemas,
