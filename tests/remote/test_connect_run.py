@@ -146,12 +146,13 @@ def test_a_multi_stage_spec_runs_on_spark_connect(connect_server, tmp_path):
     )
     assert panes == [(1, "2024-01-01T00:00:00.000Z", "ann", 2), (3, "2024-01-01T00:00:10.000Z", "cid", 1)]
     last = done.stderr.strip().splitlines()[-1]
-    summary = (
-        "2 panes, 1 dead letters; persons: records in 3 = 2 counted + 1 dead letters (invalid_event_time 1) + 0 in "
-        "no window; auctions: records in 3 = 3 counted + 0 dead letters + 0 in no window"
+    inputs = (
+        "persons: records in 3 = 2 counted + 1 dead letters (invalid_event_time 1) + 0 in no window; auctions: "
+        "records in 3 = 3 counted + 0 dead letters + 0 in no window"
     )
+    summary = f"2 panes, 1 dead letters; {inputs}"
     assert last.startswith("done: ") and last.endswith(f"{summary}; inputs ended: every window closed"), last
     assert _dead_reasons(work) == ["invalid_event_time"]
     page = (work / "page.html").read_text()
     batches = int(last.split("done: ")[1].split(" micro-batches")[0])
-    assert f"<p class=sum>{batches} micro-batches, 2 panes of q8, 1 dead letters; {summary}</p>" in page
+    assert f"<p class=sum>{batches} micro-batches, 2 panes of q8, 1 dead letters; {inputs}</p>" in page
