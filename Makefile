@@ -62,7 +62,9 @@ test-remote: setup
 # lowest (PYSPARK_LOW, in a venv of its own: .venv-pyspark-<version>) and on the highest (.venv's);
 # `make test-compat PYSPARK=4.1.4` on that version alone (its venv made on first use, from PyPI).
 # COMPAT_TESTS: the core tests and a slice on Spark by default (the whole suite:
-# COMPAT_TESTS=tests); the README says which versions were run and which features need which
+# COMPAT_TESTS=tests), as `make test` runs them (not the long or remote tests, TEST_WORKERS
+# processes); COMPAT_REMOTE=yes adds tests/remote's quick slice (remote_quick) on each version.
+# The README says which versions were run and which features need which
 PYSPARK_LOW  ?= 4.0.1
 PYSPARK      ?= $(PYSPARK_LOW)
 COMPAT_VENV  := .venv-pyspark-$(PYSPARK)
@@ -71,6 +73,15 @@ COMPAT_HIGH  := $(if $(filter command line environment,$(origin PYSPARK)),,yes)
 COMPAT_TESTS ?= tests/core tests/examples tests/properties tests/spark/test_replay_parity.py \
                 tests/spark/test_runner.py tests/spark/test_batch.py tests/spark/test_combine_fn.py \
                 tests/spark/test_bad_input_spark.py tests/spark/test_kafka_spark.py
+COMPAT_REMOTE ?=
+# $(call compat_run,PYTHON): the suite's selection on that Python's PySpark, then the remote slice
+compat_run = echo "== PySpark $$($(1) -c 'import pyspark; print(pyspark.__version__)')"; \
+	  PYSPARK_PYTHON=$(CURDIR)/$(1) $(1) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal \
+	    -m "not remote and not long" $(COMPAT_TESTS) || rc=1; \
+	  if [ -n "$(COMPAT_REMOTE)" ]; then \
+	    PYSPARK_PYTHON=$(CURDIR)/$(1) $(1) -m pytest -q -p no:cacheprovider -m "remote and remote_quick" \
+	      tests/remote || rc=1; \
+	  fi
 
 .venv-pyspark-%/.installed: pyproject.toml
 	$(PYTHON) -m venv .venv-pyspark-$*
@@ -82,13 +93,8 @@ COMPAT_TESTS ?= tests/core tests/examples tests/properties tests/spark/test_repl
 
 test-compat: setup $(COMPAT_VENV)/.installed
 	@rc=0; \
-	  echo "== PySpark $$($(COMPAT_VENV)/bin/python -c 'import pyspark; print(pyspark.__version__)')"; \
-	  PYSPARK_PYTHON=$(CURDIR)/$(COMPAT_VENV)/bin/python $(COMPAT_VENV)/bin/python -m pytest -q -p no:cacheprovider \
-	    -m "not remote" $(COMPAT_TESTS) || rc=1; \
-	  if [ -n "$(COMPAT_HIGH)" ]; then \
-	    echo "== PySpark $$($(PY) -c 'import pyspark; print(pyspark.__version__)')"; \
-	    $(PY) -m pytest -q -p no:cacheprovider -m "not remote" $(COMPAT_TESTS) || rc=1; \
-	  fi; \
+	  $(call compat_run,$(COMPAT_VENV)/bin/python); \
+	  if [ -n "$(COMPAT_HIGH)" ]; then $(call compat_run,$(PY)); fi; \
 	  exit $$rc
 
 test-core: setup

@@ -277,19 +277,15 @@ def run(
         raise SpecError("--remote", f"a Spark Connect URL is sc://HOST:PORT, not {remote!r}")
     if report and not Path(report).absolute().parent.is_dir():
         raise SpecError("--report", f"cannot write {report}: no such directory")
+    from .spark.connect import ConnectRefusal
+
     if is_stages_document(load_document(spec)):
-        if remote:
-            raise SpecError(
-                "--remote", "multi-stage pipelines are not supported on Spark Connect: run them on a master"
-            )
-        if report:
-            raise SpecError(
-                "--report",
-                "the run's page is drawn for single-stage specs; a multi-stage spec has none: run it without",
-            )
         from .stage_runner import run_stages_command
 
-        run_stages_command(load_stages_run_spec(spec), master, mode, to_stdout, end_input, quiet)
+        try:
+            run_stages_command(load_stages_run_spec(spec), master, mode, to_stdout, end_input, quiet, report, remote)
+        except ConnectRefusal as e:
+            raise SpecError("spark.remote", str(e)) from None
         return
     s = load_run_spec(spec)
     apply_run_options(s, mode, to_stdout, end_input)
@@ -300,8 +296,6 @@ def run(
     errors += checkpoint_problems(s, s.spark.end_input)
     if errors:
         raise SpecError.of(errors)
-    from .spark.connect import ConnectRefusal
-
     try:
         run_spec(s, master=master, progress=not quiet, remote=remote, report_path=report)
     except ConnectRefusal as e:

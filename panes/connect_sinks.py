@@ -6,18 +6,27 @@ log. So each callback writes, with Spark, what the run reports (the panes' count
 by reason) under ``<checkpoint>/panes/sinks``, and for a sink that prints (``console``, ``stdout``)
 the micro-batch's rows too; this process reads them back, through Spark, when the micro-batch's
 progress event arrives, and prints them here. File and Kafka sinks are written by the server as on
-a classic session.
+a classic session. A multi-stage stream's micro-batch, with its account and watermarks
+(``StagesProgress``), is a JSON file the server writes last (``progress_writer``) and this process
+reads (``read_progress``): ``panes run`` has checked that the server shares this filesystem.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
+from .core.accounting import Accounting
+from .core.stages.accounts import GraphAccounting, StagesProgress
 from .io import write_batch
 from .preflight import local_path
 from .spec import RunSpec, SinkSpec
+from .stage_spec import StagesRunSpec
+
+AnyRunSpec = TypeVar("AnyRunSpec", RunSpec, StagesRunSpec)
 
 #: the sinks whose output is printed: this process prints them (else the server's log would)
 PRINTED = ("console", "stdout")
@@ -32,10 +41,12 @@ def absolute(path: str | None) -> str | None:
     return str(Path(local_path(path) or path).resolve())
 
 
-def with_absolute_paths(spec: RunSpec) -> RunSpec:
-    """``spec`` with its source, sinks and checkpoint as absolute paths (``absolute``)."""
+def with_absolute_paths(spec: AnyRunSpec) -> AnyRunSpec:
+    """``spec`` (a ``RunSpec`` or a multi-stage ``StagesRunSpec``) with its sources, sinks and
+    checkpoint as absolute paths (``absolute``)."""
     out = spec.model_copy(deep=True)
-    out.source.path = absolute(out.source.path)
+    for source in [i.source for i in out.inputs.values()] if isinstance(out, StagesRunSpec) else [out.source]:
+        source.path = absolute(source.path)
     for sink in (out.sink, out.dead_letter):
         if sink is not None:
             sink.path = absolute(sink.path)
@@ -115,3 +126,38 @@ def _read(spark, fmt: str, path: str) -> list:
         if "PATH_NOT_FOUND" in str(e):
             return []
         raise
+
+
+PROGRESS = "progress"
+
+
+def progress_writer(where: str):
+    """A multi-stage stream's ``on_progress`` that runs on the server: each micro-batch as
+    ``<where>/progress/<batch>.json``, written whole (renamed into place) after its sinks."""
+
+    def on_progress(p: StagesProgress) -> None:
+        path = Path(where, PROGRESS, f"{p.batch_id}.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        account = {
+            "inputs": {name: {**asdict(a), "reasons": dict(a.reasons)} for name, a in p.accounting.inputs.items()},
+            "pane_letters": dict(p.accounting.pane_letters),
+        }
+        tmp.write_text(json.dumps({**vars(p), "accounting": account}))
+        tmp.replace(path)
+
+    return on_progress
+
+
+def read_progress(where: str, batch_id: int) -> StagesProgress | None:
+    """Micro-batch ``batch_id`` as the server wrote it (``progress_writer``); None: not yet."""
+    path = Path(where, PROGRESS, f"{batch_id}.json")
+    if not path.exists():
+        return None
+    doc = json.loads(path.read_text())
+    account = GraphAccounting(pane_letters=Counter(doc["accounting"]["pane_letters"]))
+    for name, a in doc["accounting"]["inputs"].items():
+        account.add_input(name, Accounting(**{**a, "reasons": Counter(a["reasons"])}))
+    return StagesProgress(
+        doc["batch_id"], doc["started"], doc["seconds"], account, doc["input_watermarks"], doc["stage_watermarks"]
+    )

@@ -7,6 +7,9 @@ On Spark Connect, panes' Python runs where Spark puts it, on the server:
   the path the client gave, and import panes;
 - the stateful plan runs the core engine in the server's ``transformWithStateInPandas`` workers:
   the server's Python must import panes;
+- the multi-stage plan (``stages``) runs every stage's step in the server's ``foreachBatch``
+  worker, and keeps their state as files under the checkpoint: the server's Python must import
+  panes, and the checkpoint be a path of the server's filesystem;
 - bounded input: the native batch plan is Spark SQL only (nothing of panes on the server); the
   engine's batch plan (user combine functions) runs panes in ``applyInPandas`` workers, which also
   see the files a session adds with ``addArtifacts`` (``ship_panes``).
@@ -127,25 +130,36 @@ def local_checkpoint_refusal(checkpoint: str) -> str | None:
     return None
 
 
+#: where each streaming plan runs panes' Python on a Connect server
+RUNS = {
+    "native": "its step in the server's foreachBatch worker",
+    "stateful": "the core engine in the server's transformWithStateInPandas workers",
+    "stages": "every stage's step in the server's foreachBatch worker",
+}
+
+
 def stream_refusal(spark: Any, plan: str, checkpoint: str, client_files: tuple[str, ...] = ()) -> str | None:
-    """Why this Connect session cannot run a streaming ``plan`` ("native" or "stateful") with
-    ``checkpoint``; None when it can. ``client_files``: paths this process wrote that the server
-    must read (the native plan's state directory, a replay's input)."""
+    """Why this Connect session cannot run a streaming ``plan`` ("native", "stateful" or
+    "stages": the multi-stage plan) with ``checkpoint``; None when it can. ``client_files``: paths
+    this process wrote that the server must read (the native plan's state directory, a replay's
+    input, ``panes run``'s control files)."""
     from .. import __version__
 
     if plan == "native":
         why = local_checkpoint_refusal(checkpoint)
         if why:
             return why
+    if plan == "stages" and local_checkpoint_refusal(checkpoint):
+        return (
+            f"the multi-stage plan keeps every stage's state as local files under the checkpoint, and "
+            f"{checkpoint} is on {urlparse(checkpoint).scheme}://: give a path on the server's filesystem"
+        )
     server = server_python(spark, client_files)
     if server.error:
         return f"the Spark Connect server's Python cannot run panes' Python functions: {server.error}"
     where = f"the Spark Connect server's Python ({server.executable})"
-    runs = (
-        "its step in the server's foreachBatch worker"
-        if plan == "native"
-        else "the core engine in the server's transformWithStateInPandas workers"
-    )
+    runs = RUNS[plan]
+    name, plan = plan, "multi-stage" if plan == "stages" else plan  # (as the refusals say it)
     if server.installed is None:
         shipped = " (files added with addArtifacts do not reach those workers)" if server.shipped else ""
         return (
@@ -159,7 +173,7 @@ def stream_refusal(spark: Any, plan: str, checkpoint: str, client_files: tuple[s
         )
     unseen = [p for p, ok in server.seen.items() if not ok]
     if unseen:
-        native = " (the native plan keeps its open windows there; or use plan: stateful)" if plan == "native" else ""
+        native = " (the native plan keeps its open windows there; or use plan: stateful)" if name == "native" else ""
         return (
             f"the Spark Connect server does not see {unseen[0]}, which this process wrote: the {plan} plan "
             f"needs the server to share this machine's filesystem at the same paths{native}"

@@ -90,3 +90,23 @@ def test_the_native_plan_refuses_a_remote_checkpoint_before_asking_the_server(mo
 def test_check_stream_does_nothing_on_a_classic_session(monkeypatch):
     monkeypatch.setattr(connect, "server_python", lambda spark, paths=(): pytest.fail("asked the server"))
     connect.check_stream(object(), "native", "/x")
+
+
+def test_the_multi_stage_plan_needs_panes_on_the_server_and_its_checkpoint_there(monkeypatch):
+    ok = ServerPython(EXE, panes.__version__, False, {"/data/ckpt/x": True})
+    assert _refusal(monkeypatch, ok, "stages") is None
+    missing = ServerPython(EXE, None, False, {"/data/ckpt/x": True})
+    assert _refusal(monkeypatch, missing, "stages") == (
+        f"panes is not installed in the Spark Connect server's Python ({EXE}): the multi-stage plan runs every stage's "
+        f"step in the server's foreachBatch worker; install panes {panes.__version__} there"
+    )
+    unseen = ServerPython(EXE, panes.__version__, False, {"/data/ckpt/x": False})
+    assert _refusal(monkeypatch, unseen, "stages") == (
+        "the Spark Connect server does not see /data/ckpt/x, which this process wrote: the multi-stage plan needs the "
+        "server to share this machine's filesystem at the same paths"
+    )
+    monkeypatch.setattr(connect, "server_python", lambda spark, paths=(): pytest.fail("asked the server"))
+    assert stream_refusal(object(), "stages", "s3a://b/c") == (
+        "the multi-stage plan keeps every stage's state as local files under the checkpoint, and s3a://b/c is on "
+        "s3a://: give a path on the server's filesystem"
+    )

@@ -1,5 +1,6 @@
 """``panes run --report``: the run's HTML page from its micro-batches (``panes.report``), exact in what
-it states; a real run writes it in tests/spark/test_state_spark.py."""
+it states, for a single-stage and a multi-stage run; real runs write it in
+tests/spark/test_state_spark.py and tests/spark/test_stages_spark.py."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from collections import Counter
 from types import SimpleNamespace
 
 from panes.core.accounting import Accounting
-from panes.core.time import END_OF_INPUT, parse_instant
-from panes.report import BatchRow, batch_row, render
+from panes.core.stages.accounts import GraphAccounting, StagesProgress
+from panes.core.time import END_OF_INPUT, MIN_TIME, parse_instant
+from panes.report import BatchRow, batch_row, render, render_stages
 
 T0 = parse_instant("2024-01-01T12:00:00Z")
 
@@ -89,3 +91,73 @@ def test_a_progress_event_becomes_a_row():
     assert row == BatchRow(4, T0, 1.5, counts, 2, T0 - 60_000)
     assert batch_row(progress, counts, 2, None).watermark is None
     assert batch_row(progress, counts, 2, 5).watermark == 5
+
+
+def _stage_rows() -> list[StagesProgress]:
+    first = GraphAccounting()
+    first.add_input("bids", Accounting(records_in=4, counted=3, reasons=Counter({"late": 1})))
+    first.add_input("persons", Accounting(records_in=2, counted=1, watermark_records=1))
+    second = GraphAccounting(pane_letters=Counter({"late": 2}))
+    second.add_input("bids", Accounting(records_in=2, counted=1, in_no_window=1))
+    second.add_input("persons", Accounting())
+    return [
+        StagesProgress(0, T0, 2.0, first, {"bids": T0 - 30_000, "persons": MIN_TIME}, {"per_seller": T0 - 30_000}),
+        StagesProgress(1, T0 + 60_000, 0.5, second, {"bids": T0 + 30_000, "persons": END_OF_INPUT}, {"per_seller": T0}),
+    ]
+
+
+def test_a_multi_stage_page_states_each_inputs_counts_and_each_stages_watermark():
+    rows = _stage_rows()
+    totals = GraphAccounting()
+    for r in rows:
+        totals.add_graph(r.accounting)
+    page = render_stages("q5", "stream: stages", "per_seller", rows, [0, 3], totals)
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page and "src=" not in page
+    assert (
+        "<p class=sum>2 micro-batches, 3 panes of per_seller, 3 dead letters; bids: records in 6 = 4 counted + "
+        "1 dead letters (late 1) + 1 in no window; persons: records in 2 = 1 counted + 0 dead letters + 0 in no "
+        "window + 1 watermark records; besides, 2 panes between stages went to the dead letters (late 2)</p>"
+    ) in page
+    tables = page.split("<h2>Watermarks after")[0].split("<h2>Where every record of ")[1:]
+    assert [t.split("</h2>")[0] for t in tables] == ["bids went", "persons went"]
+    cells = [[re.split(r"</td><td>", r) for r in re.findall(r"<tr><td>(.*?)</td></tr>", t)] for t in tables]
+    late = "1 <small>(late 1)</small>"
+    assert cells[0] == [
+        ["0", "2024-01-01 12:00:00", "4", "3", late, "0", "0", "yes", "2024-01-01T11:59:30.000Z"],
+        ["1", "2024-01-01 12:01:00", "2", "1", "0", "1", "0", "yes", "2024-01-01T12:00:30.000Z"],
+        ["run", "", "6", "4", late, "1", "0", "yes", "2024-01-01T12:00:30.000Z"],
+    ]  # fmt: skip
+    assert cells[1][0] == ["0", "2024-01-01 12:00:00", "2", "1", "0", "0", "1", "yes", "-"]
+    assert cells[1][1:] == [
+        ["1", "2024-01-01 12:01:00", "0", "0", "0", "0", "0", "yes", "end of input"],
+        ["run", "", "2", "1", "0", "0", "1", "yes", "end of input"],
+    ]
+    assert (
+        "<tr><th>micro-batch</th><th>input bids</th><th>input persons</th><th>stage per_seller (output)</th></tr>\n"
+        "<tr><td>0</td><td>2024-01-01T11:59:30.000Z</td><td>-</td><td>2024-01-01T11:59:30.000Z</td></tr>\n"
+        "<tr><td>1</td><td>2024-01-01T12:00:30.000Z</td><td>end of input</td><td>2024-01-01T12:00:00.000Z</td></tr>"
+    ) in page
+    # five charts, a bar per micro-batch and series where there is a value, each with its value
+    assert page.count("<svg") == 5
+    bars = re.findall(r"<title>batch (\d+): ([a-z_/ ]+) ([\d.,]+)</title>", page)
+    assert bars == [
+        ("0", "bids", "2"),
+        ("1", "bids", "4"),
+        ("0", "persons", "1"),
+        ("1", "persons", "0"),
+        ("0", "bids", "30"),  # lag (s): the persons' watermark none yet, then at the end of input
+        ("1", "bids", "30"),
+        ("0", "per_seller", "30"),
+        ("1", "per_seller", "60"),
+        ("0", "panes", "0"),
+        ("1", "panes", "3"),
+        ("0", "bids", "1"),
+        ("1", "bids", "0"),
+        ("0", "persons", "0"),
+        ("1", "persons", "0"),
+        ("0", "panes between stages", "0"),
+        ("1", "panes between stages", "2"),
+    ]
+    assert "<h2>Watermark lag per input (seconds behind processing time)</h2>" in page
+    assert "<h2>Panes of per_seller per micro-batch</h2>" in page
+    assert '<figcaption>micro-batch: <span style="color:#1f5fa8">&#9632;</span> bids, ' in page

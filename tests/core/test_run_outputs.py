@@ -1,7 +1,7 @@
 """Where ``panes run`` writes: with the panes on stdout as JSON lines, the dead letters never mix
 into them (a console's tables go to stderr; a stdout dead-letter sink is refused before Spark
-starts); ``--report`` on a multi-stage spec is refused in one line. No Spark here: every case stops
-before a session starts."""
+starts); ``--report`` into a directory that does not exist is refused in one line, for a multi-stage
+spec too. No Spark here: every case stops before a session starts."""
 
 import json
 
@@ -64,11 +64,9 @@ def test_dead_letters_on_stdout_beside_the_panes_are_refused_naming_the_field(tm
     assert (done.exit_code, done.stderr.strip()) == (2, reason)
 
 
-def test_a_report_of_a_multi_stage_run_is_refused_before_spark_starts(tmp_path):
+def test_a_report_of_a_multi_stage_run_into_no_directory_is_refused_before_spark_starts(tmp_path):
     spec = tmp_path / "stages.json"
     spec.write_text(json.dumps({"inputs": {}, "stages": []}))
-    done = CliRunner().invoke(cli.main, ["run", str(spec), "--report", str(tmp_path / "page.html")])
-    assert (done.exit_code, done.stderr.strip()) == (
-        2,
-        "error: --report: the run's page is drawn for single-stage specs; a multi-stage spec has none: run it without",
-    )
+    page = tmp_path / "nowhere" / "page.html"
+    done = CliRunner().invoke(cli.main, ["run", str(spec), "--report", str(page)])
+    assert (done.exit_code, done.stderr.strip()) == (2, f"error: --report: cannot write {page}: no such directory")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -181,7 +182,8 @@ def test_panes_run_stream_and_batch_give_the_same_final_answer(spark, tmp_path, 
     results = {}
     for mode in ("stream", "batch"):
         doc = _run_spec(tmp_path / mode, mode)
-        counts = run_stages(parse_stages_run_spec(doc), spark=spark, progress=mode == "batch")
+        page = tmp_path / f"{mode}.html"
+        counts = run_stages(parse_stages_run_spec(doc), spark=spark, progress=mode == "batch", report_path=str(page))
         panes_ = _read(spark, Path(doc["sink"]["path"]))
         results[mode] = sorted((p["id"], p["window_start"], p["name"], p["auctions"]) for p in panes_)
         dead = _read(spark, Path(doc["dead_letter"]["path"]))
@@ -195,6 +197,7 @@ def test_panes_run_stream_and_batch_give_the_same_final_answer(spark, tmp_path, 
             {"invalid_event_time": 1},
         )
         assert (auctions["records_in"], auctions["counted"], auctions["dead_letters"]) == (4, 4, 0)
+        _the_runs_page(page.read_text(), counts["batches"], mode)
     assert capsys.readouterr().err.splitlines()[-1] == (
         "done: 2 panes, 1 dead letters; persons: records in 4 = 3 counted + 1 dead letters (invalid_event_time 1) "
         "+ 0 in no window; auctions: records in 4 = 4 counted + 0 dead letters + 0 in no window"
@@ -204,6 +207,32 @@ def test_panes_run_stream_and_batch_give_the_same_final_answer(spark, tmp_path, 
         == results["batch"]
         == [(1, "2024-01-01T00:00:00.000Z", "ann", 2), (3, "2024-01-01T00:00:10.000Z", "cid", 1)]
     )
+
+
+def _the_runs_page(page: str, batches: int, mode: str) -> None:
+    """The ``--report`` page of a Q8 run: each input's records per micro-batch, the watermarks."""
+    assert (
+        f"<p class=sum>{batches} micro-batches, 2 panes of q8, 1 dead letters; persons: records in 4 = 3 counted + 1 "
+        "dead letters (invalid_event_time 1) + 0 in no window; auctions: records in 4 = 4 counted + 0 dead letters "
+        "+ 0 in no window</p>"
+    ) in page
+    body = page.split("<h2>Watermarks after")
+    tables = {
+        t.split(" went</h2>")[0]: re.findall(r"<tr><td>(\d+|run)</td><td>[^<]*</td><td>(\d+)</td>", t)
+        for t in body[0].split("<h2>Where every record of ")[1:]
+    }
+    assert list(tables) == ["persons", "auctions"]
+    for rows in tables.values():  # (one record file per input and micro-batch, up to four)
+        assert len(rows) == batches + 1 and rows[-1] == ("run", "4")
+        assert [int(n) for _, n in rows[:-1]] == ([1, 1, 1, 1] + [0] * (batches - 4) if mode == "stream" else [4])
+    marks = [re.findall(r"<td>([^<]*)</td>", r) for r in re.findall(r"<tr><td>.*?</tr>", body[1])]
+    assert len(marks) == batches
+    if mode == "batch":  # (the batch plan ends every input after the rows)
+        assert marks == [["0"] + ["end of input"] * 5]
+    else:  # persons: 1 s after ann's; auctions: 1 s after the first auction's; all at the end of input at last
+        assert marks[0][:3] == ["0", "2024-01-01T00:00:00.000Z", "2024-01-01T00:00:02.000Z"]
+        assert marks[-1][1:] == ["end of input"] * 5
+    assert page.count("<svg") == 5
 
 
 def test_python_api_builds_the_same_pipeline_from_one_dataframe_per_input(spark):

@@ -84,3 +84,17 @@ class GraphAccounting(Accounting):
         out["inputs"] = {name: a.as_dict() for name, a in self.inputs.items()}
         out["pane_dead_letters"] = dict(sorted(self.pane_letters.items()))
         return out
+
+
+@dataclass
+class StagesProgress:
+    """One micro-batch of a multi-stage stream as its run reports it: when it started (ms) and
+    how long it took with its callbacks (s), where its input records went, and after it each
+    input's watermark and each stage's output watermark (ms)."""
+
+    batch_id: int
+    started: int
+    seconds: float
+    accounting: GraphAccounting
+    input_watermarks: dict[str, int] = field(default_factory=dict)
+    stage_watermarks: dict[str, int] = field(default_factory=dict)

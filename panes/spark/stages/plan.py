@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import shutil
 import tempfile
+import time
 from dataclasses import replace
 
 from pyspark.sql import Column, DataFrame
@@ -18,10 +19,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ...core.stages import StageGraph
-from ...core.stages.accounts import GraphAccounting
+from ...core.stages.accounts import GraphAccounting, StagesProgress
 from ...core.triggers import Never
 from ..columns import CLOCK, DETAIL, INVALID, PUNCT, SPARK_END_MS, TS
-from ..connect import ConnectRefusal, is_connect
+from ..connect import check_stream
 from .buckets import HIDDEN, KIND, ROW
 from .schema import DEAD_LETTERS, pane_schema, typed
 from .stream import StagesStream
@@ -91,39 +92,64 @@ class StagesResult:
         query_name: str | None = None,
         scripted_clock: bool = False,
         on_accounting=None,
+        on_progress=None,
+        client_files: tuple[str, ...] = (),
         **trigger,
     ):
         """Start the streaming query; ``f(df, batch_id)`` gets each micro-batch's output-stage panes
         and dead letters (typed DataFrames); ``on_accounting(accounting, batch_id)``, when given,
-        where its input records went (``core.stages.accounts.GraphAccounting``)."""
+        where its input records went (``core.stages.accounts.GraphAccounting``); ``on_progress``,
+        when given, the micro-batch after its callbacks (``StagesProgress``). On Spark Connect they
+        run on the server, on a copy of what they close over; ``client_files``: paths this process
+        wrote that the server must read (``connect.stream_refusal``)."""
         if self.source is None:
             raise ValueError("write_stream is for streaming inputs; read .panes and .dead_letters")
-        if is_connect(self.source.sparkSession):
-            raise ConnectRefusal(
-                "Spark Connect cannot run this stream: multi-stage pipelines are not supported on Spark Connect: "
-                "run them on a master"
-            )
+        # (on Spark Connect the plan and the callbacks run in the server's foreachBatch worker)
+        check_stream(self.source.sparkSession, "stages", checkpoint, client_files)
         plan = StagesStream(
-            self.graph, self.schemas, checkpoint, self.buckets, scripted_clock, account=on_accounting is not None
+            self.graph,
+            self.schemas,
+            checkpoint,
+            self.buckets,
+            scripted_clock,
+            account=on_accounting is not None or on_progress is not None,
         )
-        pane_type = self.schema()
-
-        def each(batch, batch_id):
-            out = plan.run(batch, batch_id)
-            try:
-                on_dead_letters(typed(out.dead_letters, DEAD_LETTERS), batch_id)
-                on_panes(typed(out.panes, pane_type), batch_id)
-                if on_accounting is not None:
-                    on_accounting(out.accounting, batch_id)
-            finally:
-                out.release()
-
+        each = each_micro_batch(plan, self.schema(), on_panes, on_dead_letters, on_accounting, on_progress)
         w = self.source.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint)
         if query_name:
             w = w.queryName(query_name)
         if trigger:
             w = w.trigger(**trigger)
         return w.start()
+
+
+def each_micro_batch(plan: StagesStream, pane_type, on_panes, on_dead_letters, on_accounting, on_progress):
+    """The query's ``foreachBatch`` function: the plan's step, then the callbacks (``write_stream``)."""
+
+    def each(batch, batch_id):
+        started = time.time()
+        out = plan.run(batch, batch_id)
+        try:
+            on_dead_letters(typed(out.dead_letters, DEAD_LETTERS), batch_id)
+            on_panes(typed(out.panes, pane_type), batch_id)
+            if on_accounting is not None:
+                on_accounting(out.accounting, batch_id)
+            if on_progress is not None:
+                marks = out.watermarks
+                on_progress(
+                    StagesProgress(
+                        batch_id,
+                        int(started * 1000),
+                        time.time() - started,
+                        out.accounting or GraphAccounting(),
+                        {name: m["watermark"] for name, m in marks.inputs.items()},
+                        {name: m["output"] for name, m in marks.stages.items()},
+                    )
+                )
+        finally:
+            out.release()
+
+    return each
 
 
 def transported(

@@ -145,6 +145,7 @@ class StagesStream:
     def run(self, batch: DataFrame, batch_id: int, on_panes=None, on_dead_letters=None) -> StepOutput:
         """One micro-batch (the stream's ``transport.COLUMNS``): every stage's step; the output
         stage's panes and the dead letters to the callbacks ``f(df, batch_id)``."""
+        self.root.mkdir(parents=True, exist_ok=True)  # (on Spark Connect: on the server's filesystem)
         marks, prior = self.before(batch_id)
         here = self.root / f"v{batch_id}"
         shutil.rmtree(here, ignore_errors=True)
