@@ -201,6 +201,24 @@ def write_batch(df: DataFrame, sink: SinkSpec, batch_id: int | None = None, titl
         raise ValueError(f"sink.format: unknown {fmt}")
 
 
+#: sinks whose write of an empty micro-batch leaves nothing: a micro-batch's output is written
+#: once, its counts observed as the write runs (no job to count it first)
+OBSERVED_SINKS = ("noop", "kafka")
+#: sinks whose write is one Spark job: observed too when the micro-batch's output is known to
+#: have rows (``WindowedResult.has_rows``)
+WRITTEN_IN_ONE_JOB = ("json", "parquet", "csv", "console")
+
+
+def observed_write(df: DataFrame, sink: SinkSpec, batch_id: int, counts: list) -> dict:
+    """Writes ``df`` to ``sink`` and returns ``counts`` (aggregate Columns) as Spark observed them
+    in that write: one job."""
+    from pyspark.sql import Observation
+
+    seen = Observation(f"panes_sink_{batch_id}")
+    write_batch(df.observe(seen, *counts), sink, batch_id)
+    return seen.get
+
+
 def for_output(df: DataFrame) -> DataFrame:
     """``df`` for a text output: instants as text in ``TIMESTAMP_FORMAT`` (UTC whatever the
     session's time zone), NaN and infinities as null, inside arrays and structs too."""

@@ -30,7 +30,15 @@ from .core.accounting import Accounting
 from .core.records import unit_warning
 from .core.rules import Reason
 from .core.time import END_OF_INPUT, parse_instant, unit_hint
-from .io import check_kafka_sinks, read_batch, read_stream, write_batch
+from .io import (
+    OBSERVED_SINKS,
+    WRITTEN_IN_ONE_JOB,
+    check_kafka_sinks,
+    observed_write,
+    read_batch,
+    read_stream,
+    write_batch,
+)
 from .preflight import check_columns
 from .report import BatchRow, write_report
 from .spark import metrics
@@ -318,31 +326,32 @@ class StreamRun:
 
     def _on_panes(self, panes, batch_id: int) -> None:
         stream = getattr(self.result, "stream", None)
-        if stream is not None and stream.no_panes(panes):
-            n = 0  # (the step closed no window: nothing to count or write)
-        elif self.spec.sink.format in OBSERVED_SINKS:
-            counted = observed_write(panes, self.spec.sink, batch_id, [F.count(F.lit(1)).alias("n")])
-            n = int(counted["n"])
+        if (stream is not None and stream.no_panes(panes)) or self.result.no_panes(panes):
+            n = 0  # (the micro-batch closed no window: nothing to count or write)
         else:
-            panes = panes.cache()
-            n = panes.count()
-            if n:
-                write_batch(panes, self.spec.sink, batch_id, title=f"panes (batch {batch_id})")
-            panes.unpersist()
+            n = int(self._write(panes, self.spec.sink, batch_id, [F.count(F.lit(1)).alias("n")], "panes")["n"])
         self.received.setdefault(batch_id, {"panes": 0, "reasons": Counter()})["panes"] = n
 
     def _on_dead_letters(self, dead, batch_id: int) -> None:
-        if self.dead_sink.format in OBSERVED_SINKS:
-            per_reason = [F.count_if(F.col("reason") == F.lit(r.value)).alias(r.value) for r in Reason]
-            counted = observed_write(dead, self.dead_sink, batch_id, per_reason)
-            reasons = Counter({r: int(n) for r, n in counted.items() if n})
-        else:
-            dead = dead.cache()
-            reasons = Counter({r["reason"]: r["count"] for r in dead.groupBy("reason").count().collect()})
-            if reasons:
-                write_batch(dead, self.dead_sink, batch_id, title=f"dead letters (batch {batch_id})")
-            dead.unpersist()
+        per_reason = [F.count_if(F.col("reason") == F.lit(r.value)).alias(r.value) for r in Reason]
+        counted = self._write(dead, self.dead_sink, batch_id, per_reason, "dead letters")
+        reasons = Counter({r: int(n) for r, n in counted.items() if n})
         self.received.setdefault(batch_id, {"panes": 0, "reasons": Counter()})["reasons"] = reasons
+
+    def _write(self, df, sink: SinkSpec, batch_id: int, counts: list, what: str) -> dict:
+        """Writes a micro-batch's ``df`` to ``sink`` unless it is empty; ``counts`` (aggregate
+        Columns) of it. One job when Spark can observe them in the write (``observed_write``),
+        else one to count the cached rows, and one to write them when there are some."""
+        if sink.format in OBSERVED_SINKS or (sink.format in WRITTEN_IN_ONE_JOB and self.result.has_rows(df)):
+            return observed_write(df, sink, batch_id, counts)
+        df = df.cache()
+        try:
+            counted = df.agg(*counts).first().asDict()
+            if any(counted.values()):
+                write_batch(df, sink, batch_id, title=f"{what} (batch {batch_id})")
+        finally:
+            df.unpersist()
+        return counted
 
     # -- progress -------------------------------------------------------------------------------------------
 
@@ -466,21 +475,6 @@ class StreamRun:
             f"[green]done[/green]: {self.batches} micro-batches, {self.panes} panes, "
             f"{self.totals.dead_letters} dead letters; {self.totals.summary()}; {state}"
         )
-
-
-#: sinks whose write of an empty micro-batch leaves nothing: a micro-batch's output is written
-#: once, its counts observed as the write runs (no job to count it first)
-OBSERVED_SINKS = ("noop", "kafka")
-
-
-def observed_write(df, sink: SinkSpec, batch_id: int, counts: list) -> dict:
-    """Writes ``df`` to ``sink`` and returns ``counts`` (aggregate Columns) as Spark observed them
-    in that write: one job."""
-    from pyspark.sql import Observation
-
-    seen = Observation(f"panes_sink_{batch_id}")
-    write_batch(df.observe(seen, *counts), sink, batch_id)
-    return seen.get
 
 
 def batch_accounting(observed: dict[str, dict], reasons: Counter) -> Accounting:

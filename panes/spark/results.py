@@ -16,12 +16,11 @@ from pyspark.sql import types as ST
 from ..core.engine.columnar import StateFormatError
 from ..core.pipeline import Pipeline
 from .connect import check_stream, is_connect, local_checkpoint_refusal
-from .failed_rows import FailedRows
 from .metrics import counted_per_read
 from .session import plan_building
 from .state_reader import layout_refusal
-from .stateful import KIND, dead_letters_of, panes_of, sql_panes_of
-from .stateful_timing import OutputWatermarks
+from .stateful import dead_letters_of, panes_of
+from .stateful_batch import StatefulBatches
 from .window_pipeline import is_sql
 
 if TYPE_CHECKING:
@@ -58,9 +57,20 @@ class WindowedResult:
         **trigger: Any,
     ) -> StreamingQuery:
         """Start one streaming query that hands each micro-batch's panes and dead letters to the
-        two callbacks ``f(df, batch_id)``. ``trigger`` is passed to ``DataStreamWriter.trigger``.
-        ``ordered`` (native plan): the panes carry the engine's emission order (for replays)."""
+        two callbacks ``f(df, batch_id)`` (the dead letters only for a micro-batch that has some).
+        ``trigger`` is passed to ``DataStreamWriter.trigger``. ``ordered`` (native plan): the
+        panes carry the engine's emission order (for replays)."""
         raise ValueError("write_stream is for streaming input; write .panes and .dead_letters directly")
+
+    def no_panes(self, panes: DataFrame) -> bool:
+        """Whether ``panes``, handed to ``write_stream``'s panes callback, are the stateful plan's
+        DataFrame of a micro-batch without panes (a callback need not count or write them)."""
+        return False
+
+    def has_rows(self, df: DataFrame) -> bool:
+        """Whether ``df``, handed to one of ``write_stream``'s callbacks, is known to hold rows (the
+        stateful plan counts them first: ``stateful_batch``), so a sink need not count it first."""
+        return False
 
     @staticmethod
     def _start(
@@ -194,6 +204,7 @@ class StatefulStreamResult(WindowedResult):
         # a window pipeline's SQL runs per micro-batch (a streaming DataFrame has no ranking by row)
         self._panes = None if is_sql(pipeline) else panes_of(combined, pipeline, input_schema)
         self._dead_letters = dead_letters_of(combined)
+        self.batches: StatefulBatches | None = None  # the last query's (``write_stream``)
 
     @property
     def panes(self) -> DataFrame:
@@ -208,6 +219,12 @@ class StatefulStreamResult(WindowedResult):
     def dead_letters(self) -> DataFrame:
         return self._dead_letters
 
+    def no_panes(self, panes: DataFrame) -> bool:
+        return self.batches is not None and self.batches.is_no_panes(panes)
+
+    def has_rows(self, df: DataFrame) -> bool:
+        return self.batches is not None and self.batches.has_rows(df)
+
     def write_stream(
         self,
         on_panes: Callback,
@@ -217,30 +234,14 @@ class StatefulStreamResult(WindowedResult):
         ordered: bool = False,
         **trigger: Any,
     ) -> StreamingQuery:
-        p, schema, view = self.pipeline, self.input_schema, self.view
+        """See ``WindowedResult.write_stream`` (and ``stateful_batch``: a micro-batch's callbacks
+        get only what there is)."""
         refusal = layout_refusal(self.combined.sparkSession, checkpoint)
         if refusal is not None:
             raise StateFormatError(refusal)
-        # (with allowed lateness, the provisional panes are decided here, what the decisions keep
-        # written to the checkpoint per micro-batch: see ``settling``)
-        watermarks = OutputWatermarks(p, checkpoint) if p.allowed_lateness > 0 else None
-        # (the rows a SQL pipeline's query failed on stay in their window: taken out of later panes)
-        failed_rows = FailedRows(schema, KIND, checkpoint) if is_sql(p) else None
+        batches = self.batches = StatefulBatches(self.pipeline, self.input_schema, checkpoint, self.view)
 
         def each(batch: DataFrame, batch_id: int) -> None:
-            batch = batch.cache()
-            settled = batch if watermarks is None else watermarks.settle(batch, batch_id)
-            if failed_rows is not None:  # the query runs now: a pane it fails on sends its rows to the dead letters
-                failed_rows.load(batch_id)
-                panes, failed = sql_panes_of(failed_rows.without(settled), p, schema, view)
-                failed_rows.remember(failed, batch_id)
-                on_panes(panes, batch_id)
-                dead = dead_letters_of(settled)
-                on_dead_letters(dead if failed is None else dead.unionByName(failed), batch_id)
-                panes.unpersist()
-            else:
-                on_panes(panes_of(settled, p, schema, view), batch_id)
-                on_dead_letters(dead_letters_of(settled), batch_id)
-            batch.unpersist()
+            batches.run(batch, batch_id, on_panes, on_dead_letters)
 
         return self._start(self.combined, each, checkpoint, query_name, trigger, "stateful")

@@ -5,8 +5,9 @@ timing hangs on other buckets' holds) decided as the core decides them for the w
 (``stateful_timing.OutputWatermarks``) and a multi-stage pipeline's stages
 (``stages.timing.StageTimings``), each over its own row layout (``RowLayout``).
 
-``Settler.settle`` collects the reports and provisional panes of a cached micro-batch (few rows),
-decides them and puts them back beside the others; an empty pane decided LATE is left out. What
+``Settler.settle`` collects the reports and provisional panes of a cached micro-batch (few rows;
+``settle_rows`` takes them collected), decides them and puts them back beside the others; an
+empty pane decided LATE is left out. What
 the driver keeps from one micro-batch to the next (``StageWatermarks.snapshot``) is written to the
 checkpoint under the micro-batch's id (``DecisionStore``), and each micro-batch starts from the
 version before its own: a micro-batch that Spark runs again after a failure or a restart decides
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
@@ -167,19 +168,31 @@ class Settler:
             out.append(r)
         return out
 
+    def collected(self) -> Column:
+        """The rows ``settle_rows`` reads: the reports and the undecided panes."""
+        L = self.layout
+        return (F.col(L.kind) == "H") | (F.coalesce(F.col(L.provisional), F.lit(0)) > 0)
+
     def settle(self, batch: DataFrame, batch_id: int | None = None, schema: ST.StructType | None = None) -> DataFrame:
         """A cached micro-batch's output (``schema``: its rows', by default the batch's) with its
         provisional panes decided and without the reports. ``batch_id``: the micro-batch's, for the
         store (None: decisions kept in memory only)."""
-        L = self.layout
-        side = F.col(L.kind) == "H"
-        undecided = F.coalesce(F.col(L.provisional), F.lit(0)) > 0
+        rows = [r.asDict() for r in batch.filter(self.collected()).collect()]
+        return self.settle_rows(batch, rows, batch_id, schema)[0]
+
+    def settle_rows(
+        self, batch: DataFrame, rows: list[dict], batch_id: int | None = None, schema: ST.StructType | None = None
+    ) -> tuple[DataFrame, int]:
+        """``settle`` with the rows it reads (``collected``) already collected; and how many pane
+        rows its decisions put back."""
         if self.store is not None and self.store.keeps and batch_id is not None:
             self.restore(self.store.before(batch_id))
-        decided = self.decide(r.asDict() for r in batch.filter(side | undecided).collect())
+        decided = self.decide(rows)
         if self.store is not None and batch_id is not None:
             self.store.write(batch_id, self.watermarks.snapshot())
-        settled = batch.filter(~side & ~undecided)
+        settled = batch.filter(~self.collected())
         if not decided:
-            return settled
-        return settled.unionByName(batch.sparkSession.createDataFrame(decided, schema=schema or batch.schema))
+            return settled, 0
+        return settled.unionByName(batch.sparkSession.createDataFrame(decided, schema=schema or batch.schema)), len(
+            decided
+        )

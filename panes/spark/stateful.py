@@ -71,6 +71,8 @@ PHASE, ORDER = EMISSION_PHASE, EMISSION_ORDER
 DEAD_LETTER_COLUMNS = ("dl_reason", "dl_record", "dl_watermark", "dl_windows", "dl_detail")
 #: a count row's columns (kind "C"): the rows the engine counted in windows, and in no window
 COUNT_COLUMNS = ("counted_rows", "rows_in_no_window")
+#: a count row's pane rows and dead-letter rows: what the call emitted
+OUTPUT_ROWS = ("__panes_pane_rows", "__panes_dead_letter_rows")
 _WINDOWS_JSON = "array<struct<start:long,end:long>>"
 
 
@@ -150,11 +152,10 @@ class BucketProcessor(StatefulProcessor):
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
         with cyclic_gc_paused():
             frame = self._input_rows(key, rows, timerValues)
-        if frame is not None:
-            yield frame
+        yield frame
 
-    def _input_rows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> pd.DataFrame | None:
-        """The micro-batch's rows through the engine: the output rows (None: none)."""
+    def _input_rows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> pd.DataFrame:
+        """The micro-batch's rows through the engine: the output rows."""
         st = self.state.load()
         out: list[dict] = []
         holds = self._holds(st, [])
@@ -176,22 +177,16 @@ class BucketProcessor(StatefulProcessor):
             holds.append(holds[-1])  # (no phase 1: the windows are as phase 1 began)
         # phase 2: the batch's rows
         batch = self._valid_rows(pdf, st, out)
+        counts = (0, 0)
         if batch is not None:
             res = self.engine.ingest(st, batch, record_of=lambda i: self._record(batch, i))
             self._panes(res.panes, 2, out)
             self._letters(res.dead_letters, 2, out)
-            out.append(
-                {
-                    KIND: ["C"],
-                    PHASE: [2],
-                    ORDER: [0],
-                    COUNT_COLUMNS[0]: [res.counted],
-                    COUNT_COLUMNS[1]: [res.in_no_window],
-                }
-            )
+            counts = (res.counted, res.in_no_window)
         self._report(key, st, self._holds(st, holds), out)
+        self._summary(counts, out)
         self.state.save(st)
-        return self._frame(out) if out else None
+        return self._frame(out)
 
     def _clock_rows(self, pdf: pd.DataFrame) -> tuple[pd.DataFrame, int | None, bool]:
         """The micro-batch's rows without its clock rows, the clock they carry, and whether the
@@ -241,10 +236,9 @@ class BucketProcessor(StatefulProcessor):
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
         with cyclic_gc_paused():
             frame = self._expired_timer(key, timerValues)
-        if frame is not None:
-            yield frame
+        yield frame
 
-    def _expired_timer(self, key, timerValues) -> pd.DataFrame | None:
+    def _expired_timer(self, key, timerValues) -> pd.DataFrame:
         """The bucket's timer fired: what the watermark (and the clock) made due."""
         st = self.state.load()
         out: list[dict] = []
@@ -256,8 +250,9 @@ class BucketProcessor(StatefulProcessor):
         self._panes(res.panes, 0, out)
         self._letters(res.dead_letters, 0, out)
         self._report(key, st, self._holds(st, holds), out)
+        self._summary((0, 0), out)
         self.state.save(st)
-        return self._frame(out) if out else None
+        return self._frame(out)
 
     # -- the bucket's holds (with allowed lateness: see the module) ----------------------------------
     def _holds(self, st: EngineState, holds: list[int]) -> list[int]:
@@ -280,6 +275,25 @@ class BucketProcessor(StatefulProcessor):
                 PART: [int(key[0])],
                 PART_WATERMARK: [st.watermark],
                 PART_HOLDS: [holds],
+            }
+        )
+
+    def _summary(self, counts: tuple[int, int], out: list) -> None:
+        """The call's count row (kind "C"): the rows the engine counted in windows and in no window
+        (``COUNT_COLUMNS``), and the pane and dead-letter rows of its output (``OUTPUT_ROWS``: the
+        driver reads them to call a callback only when there is something for it)."""
+        rows = {"P": 0, "D": 0}
+        for b in out:
+            if b[KIND] and b[KIND][0] in rows:
+                rows[b[KIND][0]] += len(b[KIND])
+        out.append(
+            {
+                KIND: ["C"],
+                PHASE: [PHASES],
+                ORDER: [1],
+                **{c: [n] for c, n in zip(COUNT_COLUMNS, counts)},
+                OUTPUT_ROWS[0]: [rows["P"]],
+                OUTPUT_ROWS[1]: [rows["D"]],
             }
         )
 
@@ -390,7 +404,7 @@ def output_schema(p: Pipeline, schema: ST.StructType) -> ST.StructType:
         fields += table_fields(p, schema)
     types = (ST.StringType(), ST.StringType(), ST.LongType(), ST.StringType(), ST.StringType())
     fields += [ST.StructField(c, t) for c, t in zip(DEAD_LETTER_COLUMNS, types)]
-    fields += [ST.StructField(c, ST.LongType()) for c in COUNT_COLUMNS]
+    fields += [ST.StructField(c, ST.LongType()) for c in (*COUNT_COLUMNS, *OUTPUT_ROWS)]
     fields += [
         ST.StructField(PROVISIONAL, ST.IntegerType()),
         ST.StructField(PART, ST.LongType()),

@@ -1,0 +1,116 @@
+"""One micro-batch of the stateful plan on the driver, in ``foreachBatch``
+(``StatefulStreamResult.write_stream``).
+
+The processor's output of the micro-batch is cached, and one job runs the operator and collects
+the few rows the driver reads: each call's count row (kind "C", with the pane and dead-letter rows
+the call emitted) and, with allowed lateness, the buckets' reports and the undecided panes, which
+``settling`` decides. The callbacks then get only what there is: the dead-letter callback is not
+called for a micro-batch without dead letters (as on the native plan), and a micro-batch without
+panes hands the panes callback one empty DataFrame that reads nothing (``no_panes``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
+
+from ..core.pipeline import Pipeline
+from .failed_rows import FailedRows
+from .stateful import KIND, OUTPUT_ROWS, dead_letters_of, output_schema, panes_of, sql_panes_of
+from .stateful_timing import OutputWatermarks
+from .window_pipeline import is_sql
+
+#: a callback ``f(df, batch_id)`` of ``write_stream``
+Callback = Callable[[DataFrame, int], Any]
+
+
+class StatefulBatches:
+    """The micro-batches of one query of the stateful plan (``p``; ``schema``: the stream's input
+    schema; ``checkpoint``: the query's, where the driver's decisions are kept; ``view``: the table
+    a SQL window pipeline reads)."""
+
+    def __init__(self, p: Pipeline, schema: ST.StructType, checkpoint: str, view: str):
+        self.p, self.schema, self.view = p, schema, view
+        # (with allowed lateness, the provisional panes are decided here, what the decisions keep
+        # written to the checkpoint per micro-batch: see ``settling``)
+        self.watermarks = OutputWatermarks(p, checkpoint) if p.allowed_lateness > 0 else None
+        # (the rows a SQL pipeline's query failed on stay in their window: taken out of later panes)
+        self.failed_rows = FailedRows(schema, KIND, checkpoint) if is_sql(p) else None
+        self._empty: tuple[Any, DataFrame] | None = None  # (session, the panes of a micro-batch with none)
+        self.nonempty: list[DataFrame] = []  # (``has_rows``)
+
+    def run(self, batch: DataFrame, batch_id: int, on_panes: Callback, on_dead_letters: Callback) -> None:
+        batch = batch.cache()
+        try:
+            settled, pane_rows, letter_rows = self.settled(batch, batch_id)
+            if self.failed_rows is not None:
+                self._sql_panes(settled, batch_id, on_panes, on_dead_letters, letter_rows)
+                return
+            if pane_rows:
+                on_panes(self._with_rows(panes_of(settled, self.p, self.schema, self.view)), batch_id)
+            else:
+                on_panes(self.no_panes(batch), batch_id)
+            if letter_rows:
+                on_dead_letters(self._with_rows(dead_letters_of(settled)), batch_id)
+        finally:
+            self.nonempty = []
+            batch.unpersist()
+
+    def _with_rows(self, df: DataFrame) -> DataFrame:
+        """``df``, known to hold rows (``has_rows``) while the callbacks of the micro-batch run."""
+        self.nonempty.append(df)
+        return df
+
+    def has_rows(self, df: DataFrame) -> bool:
+        """Whether ``df`` is a DataFrame of the current micro-batch's callbacks known to hold rows."""
+        return any(df is d for d in self.nonempty)
+
+    def settled(self, batch: DataFrame, batch_id: int) -> tuple[DataFrame, int, int]:
+        """The micro-batch's output with its provisional panes decided, and its pane rows and
+        dead-letter rows, from the one job that runs the operator (see the module)."""
+        wanted = F.col(KIND) == "C"
+        if self.watermarks is not None:
+            wanted = wanted | self.watermarks.collected()
+        rows = [r.asDict() for r in batch.filter(wanted).collect()]
+        counts = [r for r in rows if r[KIND] == "C"]
+        pane_rows = sum(r[OUTPUT_ROWS[0]] or 0 for r in counts)
+        letter_rows = sum(r[OUTPUT_ROWS[1]] or 0 for r in counts)
+        if self.watermarks is None:
+            return batch, pane_rows, letter_rows
+        side = [r for r in rows if r[KIND] != "C"]
+        settled, decided = self.watermarks.settle_rows(batch, side, batch_id)
+        undecided = sum(1 for r in side if r[KIND] == "P")
+        return settled, pane_rows - undecided + decided, letter_rows
+
+    def _sql_panes(
+        self, settled: DataFrame, batch_id: int, on_panes: Callback, on_dead_letters: Callback, letter_rows: int
+    ) -> None:
+        """A SQL window pipeline's panes: its query runs now, and a pane it fails on sends its rows
+        to the dead letters."""
+        assert self.failed_rows is not None
+        self.failed_rows.load(batch_id)
+        panes, failed = sql_panes_of(self.failed_rows.without(settled), self.p, self.schema, self.view)
+        self.failed_rows.remember(failed, batch_id)
+        on_panes(panes, batch_id)
+        if letter_rows or failed is not None:
+            dead = dead_letters_of(settled)
+            on_dead_letters(self._with_rows(dead if failed is None else dead.unionByName(failed)), batch_id)
+        panes.unpersist()
+
+    def no_panes(self, batch: DataFrame) -> DataFrame:
+        """The panes of a micro-batch without any: one empty DataFrame per session, which reads
+        nothing (a callback's job over it runs no task over the micro-batch)."""
+        spark = batch.sparkSession
+        session = getattr(spark, "_jsparkSession", None)  # (none: Spark Connect; built each time)
+        if self._empty is None or session is None or not self._empty[0].equals(session):
+            # (an empty relation Spark's optimizer knows is empty: a job over it reads nothing)
+            none = spark.createDataFrame([], output_schema(self.p, self.schema)).limit(0)
+            self._empty = (session, panes_of(none, self.p, self.schema, self.view))
+        return self._empty[1]
+
+    def is_no_panes(self, panes: DataFrame) -> bool:
+        """Whether ``panes`` are those of a micro-batch without any (``no_panes``)."""
+        return self._empty is not None and panes is self._empty[1]
