@@ -139,16 +139,19 @@ conformance: setup $(CONFORMANCE_VENV)/.installed
 # the benchmark suite (benchmarks/suite.py, described in benchmarks/RESULTS.md): panes against plain
 # PySpark side by side, then the shared Nexmark queries through `panes run` (benchmarks/nexmark_run.py);
 # both targets write benchmarks/results/latest.json; bench then times one bucket of the stateful
-# plan in process (benchmarks/bench_bucket_state.py: results/bucket_state.json). bench: full sizes,
+# plan in process (benchmarks/bench_bucket_state.py: results/bucket_state.json); both measure the
+# fixed cost of a micro-batch (benchmarks/fixed_cost.py: results/fixed_cost.json). bench: full sizes,
 # median of 3 runs (an hour or more); bench-quick: small data, one run each (under 10 minutes)
 bench: setup
 	$(PY) benchmarks/suite.py --repeat 3
 	$(PY) benchmarks/nexmark_run.py --bids 1000000 --rounds 3 --write
+	$(PY) benchmarks/fixed_cost.py --rounds 3 --write
 	$(PY) benchmarks/bench_bucket_state.py
 
 bench-quick: setup
 	$(PY) benchmarks/suite.py --quick
 	$(PY) benchmarks/nexmark_run.py --bids 200000 --rounds 1 --warmup-bids 0 --write
+	$(PY) benchmarks/fixed_cost.py --rounds 1 --write
 
 # the shared side-by-side comparison (../shared/bench/run.sh: panes, plain PySpark and PyFlink 2.3 on
 # the same Nexmark files, medians of REPS rounds) with panes' side from benchmarks/panes_nexmark.py (the

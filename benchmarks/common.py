@@ -456,8 +456,9 @@ def nexmark_schema():
     )
 
 
-def _nexmark_part(lo: int, hi: int, part: int) -> dict:
-    """Bids among events [lo, hi), vectorised over event numbers."""
+def _nexmark_part(lo: int, hi: int, part: int, rate: int = NEXMARK_RATE) -> dict:
+    """Bids among events [lo, hi), vectorised over event numbers (``rate`` events per second of
+    event time)."""
     rng = np.random.Generator(np.random.PCG64([SEED, part]))
     ev = np.arange(lo, hi, dtype=np.int64)
     ev = ev[(ev % 50) >= 4]
@@ -481,17 +482,19 @@ def _nexmark_part(lo: int, hi: int, part: int) -> dict:
     hot_c = rng.random(n) < 0.5
     chan = np.where(hot_c, rng.integers(0, 4, n), 4 + rng.integers(0, 10_000, n))
     # event time: base + i * (1e6 / rate) µs, truncated to ms
-    ts_ms = BASE_MS + (ev * 1_000_000 // NEXMARK_RATE) // 1000
+    ts_ms = BASE_MS + (ev * 1_000_000 // rate) // 1000
     return {"auction": auction, "bidder": bidder, "price": price, "chan": chan, "ts_ms": ts_ms}
 
 
-def generate_nexmark(bids: int) -> Path:
-    """The bid stream of about ``bids`` bids (the events holding them: bids * 50 / 46), 10 parquet
-    part files contiguous in event time. Written once, reused when present."""
+def generate_nexmark(bids: int, parts: int = NEXMARK_PARTS, rate: int = NEXMARK_RATE) -> Path:
+    """The bid stream of about ``bids`` bids (the events holding them: bids * 50 / 46), ``parts``
+    parquet part files contiguous in event time, ``rate`` events per second of event time.
+    Written once, reused when present."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    out = DATA / f"nexmark-{bids}"
+    shape = "" if (parts, rate) == (NEXMARK_PARTS, NEXMARK_RATE) else f"-{parts}files-{rate}per_s"
+    out = DATA / f"nexmark-{bids}{shape}"
     meta_f = out / "_meta.json"
     if meta_f.exists():
         log(f"data: reusing {out.relative_to(ROOT)}")
@@ -502,10 +505,10 @@ def generate_nexmark(bids: int) -> Path:
         tmp = out.with_name(out.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        bounds = np.linspace(0, events, NEXMARK_PARTS + 1).astype(np.int64)
+        bounds = np.linspace(0, events, parts + 1).astype(np.int64)
         total, price_sum, tmin, tmax = 0, 0, 0, 0
-        for i in range(NEXMARK_PARTS):
-            g = _nexmark_part(int(bounds[i]), int(bounds[i + 1]), i)
+        for i in range(parts):
+            g = _nexmark_part(int(bounds[i]), int(bounds[i + 1]), i, rate)
             table = pa.table(
                 {
                     "auction": pa.array(g["auction"], type=pa.int64()),
@@ -524,15 +527,15 @@ def generate_nexmark(bids: int) -> Path:
             "requested_bids": bids,
             "events": int(events),
             "bids": total,
-            "parts": NEXMARK_PARTS,
+            "parts": parts,
             "seed": SEED,
-            "rate": NEXMARK_RATE,
+            "rate": rate,
             "ts_min_ms": tmin,
             "ts_max_ms": tmax,
             "event_time_s": (tmax - tmin) / 1000,
             "price_sum": price_sum,
         }
-        return _publish(tmp, out, meta_obj, f"{total:,} bids ({events:,} events) in {NEXMARK_PARTS} files", t0)
+        return _publish(tmp, out, meta_obj, f"{total:,} bids ({events:,} events) in {parts} files", t0)
     set_mtimes(out)
     return out
 

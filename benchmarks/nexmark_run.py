@@ -75,25 +75,10 @@ class Progress:
     """Every query's progress events, by run id."""
 
     def __init__(self, spark):
-        from pyspark.sql.streaming import StreamingQueryListener
+        from panes.spark.progress import ProgressListener
 
         self.events: list = []
-        events = self.events
-
-        class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event):
-                pass
-
-            def onQueryProgress(self, event):
-                events.append(event.progress)
-
-            def onQueryIdle(self, event):
-                pass
-
-            def onQueryTerminated(self, event):
-                pass
-
-        self.listener = Listener()
+        self.listener = ProgressListener(self.events.append)
         spark.streams.addListener(self.listener)
 
     def since(self, n: int) -> list:
@@ -302,7 +287,8 @@ def summary(rows: list[dict], jobs: list[dict], secs: float) -> dict:
 PHASES: Phases | None = None
 
 
-def run_panes(spark, prog: Progress, q: str, data: str, delay: str, plan: str) -> dict:
+def run_panes(spark, prog: Progress, q: str, data: str, delay: str, plan: str, end_input: bool = True) -> dict:
+    """``q`` through ``panes run`` (``end_input``: and the end of the input, every window closed)."""
     ck = tempfile.mkdtemp(prefix="panes-prof-")
     doc = {
         "name": q,
@@ -313,7 +299,7 @@ def run_panes(spark, prog: Progress, q: str, data: str, delay: str, plan: str) -
         "sink": {"format": "noop"},
         "dead_letter": {"format": "noop"},
         "checkpoint": ck,
-        "spark": {"available_now": True, "end_input": True, "plan": plan},
+        "spark": {"available_now": True, "end_input": end_input, "plan": plan},
         **QUERIES[q],
     }
     n = len(prog.events)

@@ -7,9 +7,9 @@ ending the input for good (``end_input``, ``panes run --end-input``) closes ever
 which the checkpoint takes no more data. Before it reads anything, a run checks that the
 checkpoint's state means what its spec says.
 
-Progress comes from a ``StreamingQueryListener``: each micro-batch's counts are the plan's observed
-metrics (``StreamingQueryProgress.observedMetrics``: ``panes.spark.metrics``) and what the sinks
-received.
+Progress comes from a ``StreamingQueryListener`` (``panes.spark.progress``): each micro-batch's counts
+are the plan's observed metrics (``StreamingQueryProgress.observedMetrics``: ``panes.spark.metrics``)
+and what the sinks received.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from .spark import metrics
 from .spark.columns import SPARK_END_MS
 from .spark.connect import check_stream
 from .spark.planner import window_batch, window_stream
+from .spark.progress import ProgressListener
 from .spark.results import NativeStreamResult
 from .spark.session import get_spark, is_connect
 from .spec import FieldError, RunSpec, SinkSpec, SpecError, dead_letter_sink
@@ -359,24 +360,7 @@ class StreamRun:
     query_id = ""
 
     def _listen(self):
-        from pyspark.sql.streaming import StreamingQueryListener
-
-        events = self.events
-
-        class Progress(StreamingQueryListener):
-            def onQueryStarted(self, event):
-                pass
-
-            def onQueryProgress(self, event):
-                events.put(event.progress)
-
-            def onQueryIdle(self, event):
-                pass
-
-            def onQueryTerminated(self, event):
-                pass
-
-        listener = Progress()
+        listener = ProgressListener(self.events.put)
         self.spark.streams.addListener(listener)
         return listener
 
