@@ -294,6 +294,23 @@ def _conf_args(conf: dict) -> list[str]:
 # -- Spark Connect -------------------------------------------------------------------------------------
 
 
+def connect_server_command() -> list[str]:
+    """The command that runs a Spark Connect server in the foreground: the pyspark package's
+    ``sbin/start-connect-server.sh --wait``; where the package has the server's jar but not the
+    script (PySpark 4.0.x), ``spark-submit`` of the server's class, which is what the script runs."""
+    script = spark_home() / "sbin" / "start-connect-server.sh"
+    if script.exists():
+        return [str(script), "--wait"]
+    submit = str(spark_home() / "bin" / "spark-submit")
+    return [
+        submit,
+        "--class",
+        "org.apache.spark.sql.connect.service.SparkConnectServer",
+        "--name",
+        "Spark Connect server",
+    ]
+
+
 @dataclass
 class ConnectServer:
     """A Spark Connect server (``sbin/start-connect-server.sh --wait``) on 127.0.0.1, its driver
@@ -323,8 +340,7 @@ class ConnectServer:
             self.process = Process(
                 "connect",
                 [
-                    str(spark_home() / "sbin" / "start-connect-server.sh"),
-                    "--wait",
+                    *connect_server_command(),
                     "--master",
                     self.master,
                     "--driver-memory",
