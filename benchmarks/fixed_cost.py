@@ -47,11 +47,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from common import RESULTS, generate_nexmark, merge_figures, meta_of  # noqa: E402
-from nexmark_run import DELAY, Counted, Progress, plain_query  # noqa: E402
+from nexmark_run import DELAY, Counted, Progress, panes_doc, plain_query  # noqa: E402
 from panes.runner import run_spec  # noqa: E402
 from panes.spark.session import get_spark  # noqa: E402
 from panes.spec import parse_run_spec  # noqa: E402
-from panes_nexmark import QUERIES  # noqa: E402
 
 
 class JvmCpu:
@@ -134,28 +133,13 @@ def jobs_and_stages(spark, run_ids: set[str]) -> tuple[list[dict], dict]:
     return jobs, stages
 
 
-def panes_doc(q: str, data: str, ck: str) -> dict:
-    return {
-        "name": q,
-        "mode": "stream",
-        "event_time": "dateTime",
-        "watermark": {"max_delay": DELAY},
-        "source": {"format": "parquet", "path": data, "max_files_per_trigger": 1},
-        "sink": {"format": "noop"},
-        "dead_letter": {"format": "noop"},
-        "checkpoint": ck,
-        "spark": {"available_now": True, "plan": "native"},
-        **QUERIES[q],
-    }
-
-
 def run_side(spark, prog: Progress, jvm: JvmCpu, side: str, q: str, data: str) -> dict:
     counts = JvmCounts(spark)
     """One run of ``q`` on ``side``, measured (see the module)."""
     ck = tempfile.mkdtemp(prefix=f"fixed-{side}-")
     n = len(prog.events)
     if side == "panes":
-        spec = parse_run_spec(panes_doc(q, data, ck))
+        spec = parse_run_spec(panes_doc(q, data, ck, DELAY, "native", end_input=False))
     else:
         df = plain_query(spark, q, data, DELAY)
     (c0, g0), (d0, j0) = counts.now(), Counted.now()

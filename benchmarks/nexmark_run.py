@@ -287,10 +287,10 @@ def summary(rows: list[dict], jobs: list[dict], secs: float) -> dict:
 PHASES: Phases | None = None
 
 
-def run_panes(spark, prog: Progress, q: str, data: str, delay: str, plan: str, end_input: bool = True) -> dict:
-    """``q`` through ``panes run`` (``end_input``: and the end of the input, every window closed)."""
-    ck = tempfile.mkdtemp(prefix="panes-prof-")
-    doc = {
+def panes_doc(q: str, data: str, ck: str, delay: str, plan: str, end_input: bool) -> dict:
+    """The spec of ``q`` as a user runs it: Parquet bids, one file per micro-batch, noop sinks,
+    ``available_now`` (``end_input``: and the end of the input)."""
+    return {
         "name": q,
         "mode": "stream",
         "event_time": "dateTime",
@@ -302,6 +302,12 @@ def run_panes(spark, prog: Progress, q: str, data: str, delay: str, plan: str, e
         "spark": {"available_now": True, "end_input": end_input, "plan": plan},
         **QUERIES[q],
     }
+
+
+def run_panes(spark, prog: Progress, q: str, data: str, delay: str, plan: str, end_input: bool = True) -> dict:
+    """``q`` through ``panes run`` (``end_input``: and the end of the input, every window closed)."""
+    ck = tempfile.mkdtemp(prefix="panes-prof-")
+    doc = panes_doc(q, data, ck, delay, plan, end_input)
     n = len(prog.events)
     t0 = time.time()
     counts = run_spec(parse_run_spec(doc), spark=spark, progress=False)
