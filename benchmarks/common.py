@@ -141,6 +141,24 @@ def start_spark():
     return spark
 
 
+@contextlib.contextmanager
+def plain_checkpoints(spark):
+    """A block in which plain Spark's queries run with Spark's own checkpoint file manager, as its
+    users run them: panes' session switches it (``session.CHECKPOINT_FILE_MANAGER``; a streaming
+    query reads it as it starts and as each micro-batch plans its state stores), which a plain
+    Spark user would have to set."""
+    from panes.spark.session import CHECKPOINT_FILE_MANAGER
+
+    before = spark.conf.get(CHECKPOINT_FILE_MANAGER, None)
+    if before is not None:
+        spark.conf.unset(CHECKPOINT_FILE_MANAGER)
+    try:
+        yield
+    finally:
+        if before is not None:
+            spark.conf.set(CHECKPOINT_FILE_MANAGER, before)
+
+
 def command_line() -> str:
     """This run's command, with the interpreter relative to the repo when it is the venv's."""
     exe = os.path.relpath(sys.executable) if sys.executable.startswith(str(ROOT)) else sys.executable

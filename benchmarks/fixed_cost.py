@@ -46,7 +46,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import RESULTS, generate_nexmark, merge_figures, meta_of  # noqa: E402
+from common import RESULTS, generate_nexmark, merge_figures, meta_of, plain_checkpoints  # noqa: E402
 from nexmark_run import DELAY, Counted, Progress, panes_doc, plain_query  # noqa: E402
 from panes.runner import run_spec  # noqa: E402
 from panes.spark.session import get_spark  # noqa: E402
@@ -148,9 +148,10 @@ def run_side(spark, prog: Progress, jvm: JvmCpu, side: str, q: str, data: str) -
     if side == "panes":
         run_spec(spec, spark=spark, progress=False)  # (it waits for its last progress event)
     else:
-        w = df.writeStream.format("noop").outputMode("append").option("checkpointLocation", ck)
-        sq = w.trigger(availableNow=True).start()
-        sq.awaitTermination()
+        with plain_checkpoints(spark):
+            w = df.writeStream.format("noop").outputMode("append").option("checkpointLocation", ck)
+            sq = w.trigger(availableNow=True).start()
+            sq.awaitTermination()
         last = (sq.lastProgress or {}).get("batchId")
     secs = time.perf_counter() - t0
     cpu, jvm1, (d1, j1) = time.process_time() - cpu0, jvm.ms(), Counted.now()

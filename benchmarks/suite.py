@@ -87,6 +87,7 @@ from common import (  # noqa: E402
     meta_of,
     nexmark_schema,
     other_spark_jvms,
+    plain_checkpoints,
     sentinel_ms,
     set_mtimes,
     start_spark,
@@ -314,6 +315,11 @@ def _finish(q, t0: float, timeout: float, records: int) -> dict:
     }
 
 
+def _as_users_run(spark, side: str):
+    """The session as ``side``'s users run it: plain Spark with its own checkpoint file manager."""
+    return contextlib.nullcontext() if side == "panes" else plain_checkpoints(spark)
+
+
 def run_stream(spark, bench, ds: DataSet, side: str, src_dir: Path, fpt: int, timeout: float) -> dict:
     """One streaming run (event time, availableNow) of ``side`` ("panes" or a plain formulation)."""
     import panes
@@ -326,7 +332,7 @@ def run_stream(spark, bench, ds: DataSet, side: str, src_dir: Path, fpt: int, ti
     plan = None
     try:
         src = spark.readStream.schema(ds.schema()).option("maxFilesPerTrigger", fpt).parquet(str(src_dir))
-        with RssSampler() as rss:
+        with _as_users_run(spark, side), RssSampler() as rss:
             t0 = time.perf_counter()
             if side == "panes":
                 from pyspark.sql import functions as F
@@ -414,7 +420,7 @@ def run_proc_time(spark, bench, ds: DataSet, side: str, fpt: int, timeout: float
     try:
         src = spark.readStream.schema(ds.schema()).option("maxFilesPerTrigger", fpt).parquet(str(src_dir))
         keep = keep_real(bench, ds)
-        with RssSampler() as rss:
+        with _as_users_run(spark, side), RssSampler() as rss:
             t_wall = time.time()
             t0 = time.perf_counter()
             if side == "panes":

@@ -38,6 +38,16 @@ def spark_conf(shuffle_partitions: int = 2) -> dict[str, str]:
     }
 
 
+#: Spark's checkpoint file manager that writes with Hadoop ``FileSystem`` calls (Spark 4.1 moved it);
+#: the default one renames through ``FileContext``, which on a local disk starts a ``readlink``
+#: process for each file it renames (four per entry of the offset, commit and source logs)
+CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+FILE_SYSTEM_MANAGERS = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+    "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",
+)
+
+
 def is_connect(spark) -> bool:
     """Whether ``spark`` is a Spark Connect session: its foreachBatch functions and stateful
     processors are pickled and run in Python workers of the server."""
@@ -78,7 +88,21 @@ def get_spark(
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("PANES_SPARK_LOG_LEVEL", "ERROR"))
+    if CHECKPOINT_FILE_MANAGER not in (conf or {}):
+        _file_system_checkpoints(spark)
     return spark
+
+
+def _file_system_checkpoints(spark) -> None:
+    """Streaming queries write their checkpoint through ``FILE_SYSTEM_MANAGERS`` (the one this
+    Spark has): each write is a temporary file renamed into place, as with Spark's default, which
+    goes through Hadoop's ``FileContext`` and on a local disk starts a process per rename (a
+    micro-batch of a file source: about 16). A runtime setting: the queries read it as they start."""
+    utils = spark._jvm.org.apache.spark.util.Utils
+    for name in FILE_SYSTEM_MANAGERS:
+        if utils.classIsLoadable(name):
+            spark.conf.set(CHECKPOINT_FILE_MANAGER, name)
+            return
 
 
 def connect_client_check(url: str) -> None:
