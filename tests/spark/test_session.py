@@ -1,0 +1,44 @@
+"""The SparkSession panes makes: what its streaming queries write their checkpoints with."""
+
+from __future__ import annotations
+
+from panes.spark.session import CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_MANAGERS
+
+
+def _manager_class(spark, directory) -> str:
+    """The class of the checkpoint file manager Spark makes for ``directory`` from the session's
+    Hadoop configuration, as a streaming query does for its offset and commit logs."""
+    name = spark.conf.get(CHECKPOINT_FILE_MANAGER)
+    package = name.rsplit(".", 1)[0]
+    jvm = spark._jvm
+    factory = getattr(jvm, f"{package}.CheckpointFileManager")
+    hadoop_conf = spark._jsparkSession.sessionState().newHadoopConf()
+    return factory.create(jvm.org.apache.hadoop.fs.Path(str(directory)), hadoop_conf).getClass().getName()
+
+
+def test_streaming_checkpoints_are_written_through_file_system_calls(spark, tmp_path):
+    # Spark's default manager renames through Hadoop's FileContext, which starts a readlink
+    # process per rename on a local disk (about 16 per micro-batch of a file source)
+    assert spark.conf.get(CHECKPOINT_FILE_MANAGER) in FILE_SYSTEM_MANAGERS
+    assert _manager_class(spark, tmp_path) == spark.conf.get(CHECKPOINT_FILE_MANAGER)
+
+
+def test_a_checkpoint_written_that_way_keeps_its_logs_and_their_checksums(spark, tmp_path):
+    # what a restart reads (offsets, commits, the file source's log) and what panes' checkpoint
+    # repairs remove beside an entry (its .crc) are where they were with Spark's default manager
+    src = tmp_path / "in"
+    src.mkdir()
+    spark.createDataFrame([(1,)], "x LONG").write.parquet(str(src / "a"))
+    ck = tmp_path / "ck"
+    q = (
+        spark.readStream.schema("x LONG")
+        .parquet(str(src / "a"))
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(ck))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    for log in ("offsets", "commits", "sources/0"):
+        names = sorted(f.name for f in (ck / log).iterdir())
+        assert names == [".0.crc", "0"], log
