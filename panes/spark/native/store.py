@@ -10,7 +10,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -91,6 +91,17 @@ def _rows(tables: list[dict]) -> int | None:
 
 def _paths(tables: list[dict]) -> list[str]:
     return [t["path"] for t in tables]
+
+
+def _as_read(t: ST.DataType) -> ST.DataType:
+    """``t`` as Spark reads it from Parquet: every field, element and value nullable."""
+    if isinstance(t, ST.StructType):
+        return ST.StructType([ST.StructField(f.name, _as_read(f.dataType), True, f.metadata) for f in t.fields])
+    if isinstance(t, ST.ArrayType):
+        return ST.ArrayType(_as_read(t.elementType), True)
+    if isinstance(t, ST.MapType):
+        return ST.MapType(_as_read(t.keyType), _as_read(t.valueType), True)
+    return t
 
 
 def _local_type(t: ST.DataType) -> bool:
@@ -287,7 +298,7 @@ class NativeStream:
 
     def collects(self, batch: DataFrame, kept: int | None) -> bool:
         """Whether the step collects its table to the driver (see ``COLLECT_ROWS``): it rewrites
-        ``kept`` rows at most, the table's types are known (from an earlier table) to keep, and
+        ``kept`` rows at most, the table's types are known to keep, and
         Spark's estimate of the micro-batch's size is small."""
         # (not on Spark Connect: no JVM plan to ask for the estimate, and a Connect DataFrame answers
         # any attribute, _collect_as_arrow too, with a Column)
@@ -309,6 +320,9 @@ class NativeStream:
         """Writes a step's windows ``table`` (``batch``: its micro-batch; ``kept``: the kept
         rows it rewrites): collected to the driver when ``collects``, else by a Spark job. The
         collected table (pyarrow; None when a Spark job wrote it)."""
+        if self._schema is None and not is_connect(batch.sparkSession):
+            # (known before any table is read back: the first step collects too)
+            self._schema = cast(ST.StructType, _as_read(table.schema))
         if not self.collects(batch, kept):
             table.write.options(**_WRITE_OPTIONS).parquet(str(path))
             return None
