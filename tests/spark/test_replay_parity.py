@@ -202,7 +202,7 @@ def _seeds_and_writes(seeds) -> list:
 
 @pytest.fixture
 def table_writes(request, monkeypatch):
-    """The native steps' tables collected to the driver after the first step (the micro-batches
+    """The native steps' tables collected to the driver from the first step on (the micro-batches
     of a replay are small), or all written by Spark jobs: the decisions taken, per step. A
     collected table is handed to the next step and the panes as a local relation, or for odd
     seeds (``LOCAL_ROWS`` -1) read back from its Parquet file; a table written by Spark is
@@ -217,8 +217,9 @@ def table_writes(request, monkeypatch):
     decisions = _decisions(monkeypatch, "collects")
     relations = _decisions(monkeypatch, "local_relation")
     yield decisions
-    assert decisions and not decisions[0]  # (the first step: the table's types not known yet)
-    assert any(decisions) == (request.param == "collected")
+    collected = request.param == "collected"
+    assert decisions and decisions[0] == collected  # (the first step too: its table's types from its plan)
+    assert any(decisions) == collected
     assert any(r is not None for r in relations) == local
 
 
