@@ -97,10 +97,20 @@ def _file_system_checkpoints(spark) -> None:
     """Streaming queries write their checkpoint through ``FILE_SYSTEM_MANAGERS`` (the one this
     Spark has): each write is a temporary file renamed into place, as with Spark's default, which
     goes through Hadoop's ``FileContext`` and on a local disk starts a process per rename (a
-    micro-batch of a file source: about 16). A runtime setting: the queries read it as they start."""
-    utils = spark._jvm.org.apache.spark.util.Utils
-    for name in FILE_SYSTEM_MANAGERS:
-        if utils.classIsLoadable(name):
+    micro-batch of a file source: about 16). A runtime setting: the queries read it as they start.
+    On Spark Connect the server's JVM says which it has (one small query); a server that will not
+    say (``reflect`` refused) keeps its default."""
+    if is_connect(spark):
+        found = [f"reflect('org.apache.spark.util.Utils', 'classIsLoadable', '{n}')" for n in FILE_SYSTEM_MANAGERS]
+        try:
+            loadable = [v == "true" for v in spark.sql(f"SELECT {', '.join(found)}").first()]
+        except Exception:  # (reflect off on the server, or no such method there)
+            return
+    else:
+        utils = spark._jvm.org.apache.spark.util.Utils
+        loadable = [utils.classIsLoadable(n) for n in FILE_SYSTEM_MANAGERS]
+    for name, ok in zip(FILE_SYSTEM_MANAGERS, loadable):
+        if ok:
             spark.conf.set(CHECKPOINT_FILE_MANAGER, name)
             return
 
@@ -133,7 +143,10 @@ def _connect(url: str, shuffle_partitions: int, conf: dict | None, app_name: str
     for k, v in {**spark_conf(shuffle_partitions), **(conf or {})}.items():
         if k.startswith("spark.sql."):
             builder = builder.config(k, v)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    if CHECKPOINT_FILE_MANAGER not in (conf or {}):
+        _file_system_checkpoints(spark)
+    return spark
 
 
 #: the switch of ``plan_building``'s shortcuts: ``PANES_FAST_PLANNING=1`` in the environment turns

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import panes
 from panes.spark.connect import ConnectRefusal, check_stream, server_python, ship_panes
-from panes.spark.session import get_spark, is_connect
+from panes.spark.session import CHECKPOINT_FILE_MANAGER, get_spark, is_connect
 
 SPEC = {
     "event_time": "t",
@@ -71,7 +71,7 @@ def stream(spark, work: Path, plan: str) -> dict:
 def main(url: str, work: str) -> dict:
     work_dir = Path(work)
     spark = get_spark(remote=url)
-    out: dict = {"connect": is_connect(spark)}
+    out: dict = {"connect": is_connect(spark), "checkpoint_manager": spark.conf.get(CHECKPOINT_FILE_MANAGER, None)}
     server = server_python(spark, (str(work_dir), str(work_dir / "nowhere")))
     out["server"] = {"installed": server.installed, "shipped": server.shipped, "seen": server.seen}
     try:

@@ -39,6 +39,13 @@ def test_the_server_says_what_it_imports_and_sees(seen):
     assert got["shipped_after"] is True
 
 
+def test_the_session_writes_streaming_checkpoints_through_file_system_calls(seen):
+    # the class the server's JVM has (asked with one query), as a classic session of panes sets it
+    from panes.spark.session import FILE_SYSTEM_MANAGERS
+
+    assert seen[1]["checkpoint_manager"] == FILE_SYSTEM_MANAGERS[0]  # (the server: this PySpark's Spark, 4.1+)
+
+
 def test_a_stream_the_server_cannot_carry_is_refused_with_the_reason(seen):
     work, got = seen
     assert got["refused"] == (
