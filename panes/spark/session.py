@@ -9,7 +9,7 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -103,12 +103,12 @@ def _file_system_checkpoints(spark) -> None:
     if is_connect(spark):
         found = [f"reflect('org.apache.spark.util.Utils', 'classIsLoadable', '{n}')" for n in FILE_SYSTEM_MANAGERS]
         try:
-            loadable = [v == "true" for v in spark.sql(f"SELECT {', '.join(found)}").first()]
+            loadable: Iterable[bool] = [v == "true" for v in spark.sql(f"SELECT {', '.join(found)}").first()]
         except Exception:  # (reflect off on the server, or no such method there)
             return
     else:
         utils = spark._jvm.org.apache.spark.util.Utils
-        loadable = [utils.classIsLoadable(n) for n in FILE_SYSTEM_MANAGERS]
+        loadable = (utils.classIsLoadable(n) for n in FILE_SYSTEM_MANAGERS)  # (asked until one is)
     for name, ok in zip(FILE_SYSTEM_MANAGERS, loadable):
         if ok:
             spark.conf.set(CHECKPOINT_FILE_MANAGER, name)

@@ -301,18 +301,22 @@ def test_a_micro_batch_run_again_reads_the_decisions_of_the_one_before(tmp_path)
     assert DecisionStore("s3a://bucket/ck").root is None  # (another file system: kept in memory only)
 
 
+#: 4 s windows, an EARLY pane at every second record, 10 s of allowed lateness (the two tests below)
+EARLY_PIPELINE = {
+    **PIPELINE,
+    "window": {"tumbling": {"size": 4000}},
+    "allowed_lateness": 10_000,
+    "trigger": {"repeatedly": {"after_count": 2}},
+}
+
+
 def test_the_observed_panes_are_the_panes_written_and_the_undecided_empty_ones_apart(spark, tmp_path):
     # issue 26: a's window [16 s, 20 s) fires an EARLY pane at its second record; when b's record
     # moves the watermark past its expiry its last pane is empty, its timing the driver's: LATE,
     # not written. Spark observed it before the driver decided: apart, as undecided_empty_panes
     src = tmp_path / "in"
     src.mkdir()
-    pipeline = {
-        **PIPELINE,
-        "window": {"tumbling": {"size": 4000}},
-        "allowed_lateness": 10_000,
-        "trigger": {"repeatedly": {"after_count": 2}},
-    }
+    pipeline = EARLY_PIPELINE
     df = spark.readStream.schema("k STRING, v LONG, t LONG").option("maxFilesPerTrigger", 1).json(str(src))
     result = panes.window(df, pipeline, buckets=8, plan="stateful")
     written: list = []
@@ -347,12 +351,7 @@ def test_the_panes_counted_are_the_rows_written_when_the_driver_writes_an_undeci
     h = _holders(spark, 8)[0]
     src = tmp_path / "in"
     src.mkdir()
-    pipeline = {
-        **PIPELINE,
-        "window": {"tumbling": {"size": 4000}},
-        "allowed_lateness": 10_000,
-        "trigger": {"repeatedly": {"after_count": 2}},
-    }
+    pipeline = EARLY_PIPELINE
     for n, rows in enumerate([[("k0", 4, 18_464), (h, 1, 13_000)], [("k0", 5, 19_902)], [("b", 1, 40_000)]]):
         path = src / f"b{n}.json"
         path.write_text("".join(json.dumps({"k": k, "v": v, "t": t}) + "\n" for k, v, t in rows))
