@@ -40,11 +40,13 @@ __all__ = [
     "ServerPython",
     "check_bounded",
     "check_in_process_replay",
+    "check_stateful_client",
     "check_stream",
     "is_connect",
     "local_checkpoint_refusal",
     "server_python",
     "ship_panes",
+    "stateful_client_refusal",
     "stream_refusal",
 ]
 
@@ -138,6 +140,29 @@ RUNS = {
 }
 
 
+def stateful_client_refusal() -> str | None:
+    """Why this process's Spark Connect client cannot build the stateful plan (None: it can): the
+    plan is a ``transformWithStateInPandas``, which PySpark's Connect ``GroupedData`` has from 4.1 on."""
+    import pyspark
+    from pyspark.sql.connect.group import GroupedData
+
+    if hasattr(GroupedData, "transformWithStateInPandas"):
+        return None
+    return (
+        f"the stateful plan runs the core engine in transformWithStateInPandas, which the Spark Connect client "
+        f"of PySpark {pyspark.__version__} does not have (4.1 on does): use a classic session, PySpark 4.1 or "
+        f"later, or plan: native where the pipeline allows it"
+    )
+
+
+def check_stateful_client(spark: Any) -> None:
+    """Refuses (``ConnectRefusal``) the stateful streaming plan on a Connect session whose client
+    cannot build it (``stateful_client_refusal``); nothing on a classic session."""
+    why = stateful_client_refusal() if is_connect(spark) else None
+    if why:
+        raise ConnectRefusal(f"Spark Connect cannot run this stream: {why}")
+
+
 def stream_refusal(spark: Any, plan: str, checkpoint: str, client_files: tuple[str, ...] = ()) -> str | None:
     """Why this Connect session cannot run a streaming ``plan`` ("native", "stateful" or
     "stages": the multi-stage plan) with ``checkpoint``; None when it can. ``client_files``: paths
@@ -145,6 +170,10 @@ def stream_refusal(spark: Any, plan: str, checkpoint: str, client_files: tuple[s
     input, ``panes run``'s control files)."""
     from .. import __version__
 
+    if plan == "stateful":
+        why = stateful_client_refusal()
+        if why:
+            return why
     if plan == "native":
         why = local_checkpoint_refusal(checkpoint)
         if why:

@@ -46,7 +46,7 @@ from .columns import (
     valid,
     validation,
 )
-from .connect import check_bounded
+from .connect import check_bounded, check_stateful_client
 from .native import batch_unsupported, never_late, stream_unsupported
 from .native.names import ROW_COUNTS, ROW_IN_WINDOW
 from .native.step import NativeStep
@@ -287,6 +287,7 @@ def window_stream(
         raise ValueError(f"plan 'native' cannot run this pipeline: {why}")
     if plan in ("auto", "native") and why is None:
         return _native_stream(df, p, ingestion, control_wm)
+    check_stateful_client(df.sparkSession)
     if heartbeat is None:
         heartbeat = needs_clock(p) and not scripted_clock
     if heartbeat:

@@ -110,3 +110,26 @@ def test_the_multi_stage_plan_needs_panes_on_the_server_and_its_checkpoint_there
         "the multi-stage plan keeps every stage's state as local files under the checkpoint, and s3a://b/c is on "
         "s3a://: give a path on the server's filesystem"
     )
+
+
+def test_a_connect_client_without_transform_with_state_refuses_the_stateful_plan(monkeypatch):
+    # (PySpark 4.0's Connect GroupedData has no transformWithStateInPandas; 4.1 on have it)
+    import pyspark
+    from pyspark.sql.connect.group import GroupedData
+
+    ok = ServerPython(EXE, panes.__version__, False, {"/data/ckpt/x": True})
+    monkeypatch.delattr(GroupedData, "transformWithStateInPandas", raising=False)
+    why = (
+        f"the stateful plan runs the core engine in transformWithStateInPandas, which the Spark Connect client of "
+        f"PySpark {pyspark.__version__} does not have (4.1 on does): use a classic session, PySpark 4.1 or later, "
+        f"or plan: native where the pipeline allows it"
+    )
+    assert _refusal(monkeypatch, ok, "stateful") == why
+    assert _refusal(monkeypatch, ok, "native") is None
+    # the Python API refuses it as it builds the plan, in one line
+    monkeypatch.setattr(connect, "is_connect", lambda spark: True)
+    with pytest.raises(connect.ConnectRefusal) as e:
+        connect.check_stateful_client(object())
+    assert str(e.value) == f"Spark Connect cannot run this stream: {why}"
+    monkeypatch.setattr(connect, "is_connect", lambda spark: False)
+    connect.check_stateful_client(object())  # (a classic session builds it)
