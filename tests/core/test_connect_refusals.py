@@ -10,8 +10,13 @@ from panes.spark.connect import ServerPython, local_checkpoint_refusal, stream_r
 EXE = "/srv/python"
 
 
-def _refusal(monkeypatch, server: ServerPython, plan: str, checkpoint: str = "/data/ckpt", files=("/data/ckpt/x",)):
+def _refusal(
+    monkeypatch, server: ServerPython, plan: str, checkpoint: str = "/data/ckpt", files=("/data/ckpt/x",), client=True
+):
+    """``client``: the Connect client builds the stateful plan (PySpark 4.1 on); False: this PySpark's says."""
     monkeypatch.setattr(connect, "server_python", lambda spark, paths=(): server)
+    if client:
+        monkeypatch.setattr(connect, "stateful_client_refusal", lambda: None)
     return stream_refusal(object(), plan, checkpoint, files)
 
 
@@ -124,8 +129,8 @@ def test_a_connect_client_without_transform_with_state_refuses_the_stateful_plan
         f"PySpark {pyspark.__version__} does not have (4.1 on does): use a classic session, PySpark 4.1 or later, "
         f"or plan: native where the pipeline allows it"
     )
-    assert _refusal(monkeypatch, ok, "stateful") == why
-    assert _refusal(monkeypatch, ok, "native") is None
+    assert _refusal(monkeypatch, ok, "stateful", client=False) == why
+    assert _refusal(monkeypatch, ok, "native", client=False) is None
     # the Python API refuses it as it builds the plan, in one line
     monkeypatch.setattr(connect, "is_connect", lambda spark: True)
     with pytest.raises(connect.ConnectRefusal) as e:
