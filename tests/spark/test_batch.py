@@ -237,3 +237,36 @@ def test_native_batch_dead_letters_like_the_core(spark, window):
     assert sorted((r["k"], r["n"], r["s"]) for r in res.panes.collect()) == sorted(
         (p["k"], p["n"], p["s"]) for p in core.panes if not p["retraction"] and p["is_last"]
     )
+
+
+def test_a_pipeline_run_again_reuses_its_step_and_answers_for_its_own_rows(spark):
+    """A bounded run of a pipeline and input schema built before reuses that run's step (its
+    Columns: planning a short batch query is mostly building them) and gives the answer, and
+    the dead letters, of its own rows."""
+    from panes import pipeline
+    from panes.spark.planner import batch_step
+
+    p = pipeline(
+        {
+            "event_time": "t",
+            "key": "k",
+            "window": {"tumbling": {"size": 10_000}},
+            "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}},
+        }
+    )
+    schema = "k STRING, t LONG, v LONG"
+    first = spark.createDataFrame([("a", 1000, 2), ("a", 2000, 3)], schema)
+    second = spark.createDataFrame([("a", 1500, 10), ("b", 12_000, 4), ("b", None, 1)], schema)
+
+    def run(df):
+        from pyspark.sql import functions as F
+
+        res = window_batch(df, p)
+        panes = res.panes.select("k", F.unix_millis("window_start").alias("start"), "n", "s")
+        return sorted(map(tuple, panes.collect())), sorted(r["reason"] for r in res.dead_letters.collect())
+
+    assert run(first) == ([("a", 0, 2, 5)], [])
+    assert run(second) == ([("a", 0, 1, 10), ("b", 10_000, 1, 4)], ["missing_event_time"])
+    assert batch_step(p, first.schema, first.columns) is batch_step(p, second.schema, second.columns)
+    other = batch_step(p, spark.createDataFrame([], "k STRING, t LONG, v DOUBLE").schema, first.columns)
+    assert other is not batch_step(p, first.schema, first.columns)  # (another schema: its own step)
