@@ -49,7 +49,7 @@ from .columns import (
 from .connect import check_bounded, check_stateful_client
 from .native import batch_unsupported, never_late, stream_unsupported
 from .native.names import ROW_COUNTS, ROW_IN_WINDOW
-from .native.step import NativeStep
+from .native.step import NativeStep, batch_step
 from .native.windows import window_plan, window_reads
 from .results import BoundedResult, NativeStreamResult, StatefulStreamResult, WindowedResult
 from .stateful import (
@@ -447,21 +447,6 @@ def _invalid_letters(prepared: DataFrame, record_columns: list[str], schema: ST.
         F.lit(None).cast(DEAD_LETTER_SCHEMA["windows"].dataType).alias("windows"),
         F.col(DETAIL).alias("detail"),
     )
-
-
-def batch_step(p: Pipeline, schema: ST.StructType, record_columns: list[str]) -> NativeStep:
-    """The native step of bounded input, one per pipeline and input schema: every run of them reuses
-    its Columns (``NativeStep.memo``: each Column costs JVM round trips, about 600 per build of a
-    tumbling window's plan, doubling the time to plan a short batch query)."""
-    try:
-        return _batch_step(p, schema, tuple(record_columns))
-    except TypeError:  # (a pipeline that cannot be hashed: built anew)
-        return NativeStep(p, schema, record_columns)
-
-
-@functools.lru_cache(maxsize=32)
-def _batch_step(p: Pipeline, schema: ST.StructType, record_columns: tuple[str, ...]) -> NativeStep:
-    return NativeStep(p, schema, list(record_columns))
 
 
 def _final_answer(p: Pipeline) -> Pipeline:

@@ -244,7 +244,7 @@ def test_a_pipeline_run_again_reuses_its_step_and_answers_for_its_own_rows(spark
     Columns: planning a short batch query is mostly building them) and gives the answer, and
     the dead letters, of its own rows."""
     from panes import pipeline
-    from panes.spark.planner import batch_step
+    from panes.spark.native.step import batch_step
 
     p = pipeline(
         {
