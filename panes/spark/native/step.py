@@ -157,8 +157,8 @@ class NativeStep:
 
 def batch_step(p: Pipeline, schema: ST.StructType, record_columns: list[str]) -> NativeStep:
     """The native step of bounded input, one per pipeline and input schema: every run of them reuses
-    its Columns (``NativeStep.memo``: each Column costs JVM round trips, about 600 per build of a
-    tumbling window's plan, doubling the time to plan a short batch query)."""
+    its Columns (``NativeStep.memo``: each Column costs JVM round trips, which otherwise decide the
+    time to plan a short batch query)."""
     try:
         return _batch_step(p, schema, tuple(record_columns))
     except TypeError:  # (a pipeline that cannot be hashed: built anew)
