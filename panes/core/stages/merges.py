@@ -87,13 +87,8 @@ class BothSides(MergeAccumulation):
         accumulator[1].append(dict(row))
         return accumulator
 
-    def add_lefts(self, accumulator: Any, frame: pd.DataFrame) -> Any:
-        accumulator[0].extend(frame.to_dict("records"))
-        return accumulator
-
-    def add_rights(self, accumulator: Any, frame: pd.DataFrame) -> Any:
-        accumulator[1].extend(frame.to_dict("records"))
-        return accumulator
+    # (no vectorised forms: the engine holds a merge's rows as mappings already, and a frame of a
+    # window's few rows costs far more to build than copying them)
 
     def merge_accumulators(self, accumulators: list) -> Any:
         return ([r for a in accumulators for r in a[0]], [r for a in accumulators for r in a[1]])

@@ -184,7 +184,8 @@ class BucketStep:
         out = frame_of(records, names)
         for col, spark_col in ((CORE_TS, TS), (WINDOW_START, WS), (WINDOW_END, WE)):
             out[col] = rows[spark_col].to_numpy(dtype=np.int64)[order]
-        out[CONTRIBUTOR] = objects([rows[CONTRIB].tolist()[i] for i in order])
+        contributors = rows[CONTRIB].tolist()
+        out[CONTRIBUTOR] = objects([contributors[i] for i in order])
         return out
 
     def panes(self, runner: StageRunner, rows: pd.DataFrame, records: list[dict]) -> list[dict]:
