@@ -104,6 +104,7 @@ def run_batch(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con
     write_batch(panes.orderBy("window_end", "window_start", *graph.output_stage.key), spec.sink, title="panes")
     if n_dead:
         write_batch(dead, dl_sink, title="dead letters")
+    res.unpersist()
     account = res.accounting or GraphAccounting()
     if progress:
         con.print(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters; {account.summary()}")

@@ -235,6 +235,20 @@ def _the_runs_page(page: str, batches: int, mode: str) -> None:
     assert page.count("<svg") == 5
 
 
+def test_a_bounded_result_frees_its_cached_rows_and_still_answers(spark):
+    persons = spark.createDataFrame([r for r in PERSONS if r["ts"] != "not a time"])
+    auctions = spark.createDataFrame(AUCTIONS)
+    result = panes.stages({"persons": persons, "auctions": auctions}, Q8)
+    cached = list(result.cached)
+    # the rows with the arrival numbers, then each of the three stages' rows
+    assert len(cached) == 4 and all(df.is_cached for df in cached)
+    assert sorted((r["id"], r["name"], r["auctions"]) for r in result.panes.collect()) == [(1, "ann", 2), (3, "cid", 1)]
+    result.unpersist()
+    assert result.cached == [] and not any(df.is_cached for df in cached)
+    # (read again: every stage runs again, to the same answer)
+    assert sorted((r["id"], r["name"], r["auctions"]) for r in result.panes.collect()) == [(1, "ann", 2), (3, "cid", 1)]
+
+
 def test_python_api_builds_the_same_pipeline_from_one_dataframe_per_input(spark):
     persons = spark.createDataFrame([r for r in PERSONS if r["ts"] != "not a time"])
     auctions = spark.createDataFrame(AUCTIONS)

@@ -45,7 +45,7 @@ class StagesResult:
     """What ``panes.stages`` returns.
 
     - Bounded inputs: ``panes`` (the output stage's), ``stage(name)`` (any stage's) and
-      ``dead_letters`` are DataFrames.
+      ``dead_letters`` are DataFrames, read from rows the result keeps cached until ``unpersist()``.
     - Streaming inputs: ``write_stream(on_panes, on_dead_letters, checkpoint)`` runs it; each
       micro-batch's output-stage panes and dead letters go to the callbacks.
     """
@@ -62,6 +62,8 @@ class StagesResult:
         self.graph, self.schemas, self.source, self.buckets = graph, schemas, source, buckets
         self.frames, self.dead = frames, dead
         self.plan = EXPLAIN
+        #: bounded inputs: what the result's DataFrames read, cached (``unpersist``)
+        self.cached: list[DataFrame] = []
         #: bounded inputs (``stages_batch(account=True)``): where each input's records went
         self.accounting: GraphAccounting | None = None
 
@@ -77,6 +79,14 @@ class StagesResult:
     @property
     def panes(self) -> DataFrame:
         return self.stage(self.graph.output_stage.name)
+
+    def unpersist(self) -> None:
+        """Bounded inputs: free the cached rows the result's DataFrames read (the input and every
+        stage's rows: the core engine ran once, over all of them). A DataFrame of the result read
+        after this runs every stage again."""
+        for df in self.cached:
+            df.unpersist()
+        self.cached = []
 
     @property
     def dead_letters(self) -> DataFrame:
@@ -228,4 +238,5 @@ def stages_batch(
     )
     result.plan = BATCH_EXPLAIN
     result.accounting = out.accounting
+    result.cached = out.cached
     return result
