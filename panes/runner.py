@@ -360,19 +360,24 @@ class StreamRun:
     query_id = ""
 
     def _listen(self):
-        listener = ProgressListener(self.events.put)
+        # (a query's end comes as its id: ``_drain`` returns at once rather than wait out its timeout)
+        listener = ProgressListener(self.events.put, self.events.put)
         self.spark.streams.addListener(listener)
         return listener
 
     def _drain(self, timeout: float) -> None:
-        """Report the progress events that arrived (waiting up to ``timeout`` for the first)."""
+        """Report the progress events that arrived (waiting up to ``timeout`` for the first, or
+        until the query ends)."""
         while True:
             try:
                 p = self.events.get(timeout=timeout) if timeout else self.events.get_nowait()
             except queue.Empty:
                 return
             timeout = 0
-            if str(p.id) == self.query_id and p.batchId > self.last_batch:
+            if isinstance(p, str):  # (a query ended: its progress events came before)
+                if p == self.query_id:
+                    return
+            elif str(p.id) == self.query_id and p.batchId > self.last_batch:
                 self._progress(p)
 
     def _progress(self, p) -> None:

@@ -23,10 +23,17 @@ JAVA_LISTENER = "org.apache.spark.sql.streaming.PythonStreamingQueryListener"
 
 class ProgressListener(StreamingQueryListener):
     """Calls ``on_progress(progress)`` with each micro-batch's ``StreamingQueryProgress`` of every
-    query of the session it is added to (``spark.streams.addListener``)."""
+    query of the session it is added to (``spark.streams.addListener``), and
+    ``on_terminated(query_id)`` (a string) when one of them ends, so that whoever waits for its
+    progress need not poll the query to learn that no more will come."""
 
-    def __init__(self, on_progress: Callable[[StreamingQueryProgress], Any]):
+    def __init__(
+        self,
+        on_progress: Callable[[StreamingQueryProgress], Any],
+        on_terminated: Callable[[str], Any] | None = None,
+    ):
         self.on_progress = on_progress
+        self.on_terminated = on_terminated
 
     def onQueryStarted(self, event: Any) -> None:
         pass
@@ -38,7 +45,8 @@ class ProgressListener(StreamingQueryListener):
         pass
 
     def onQueryTerminated(self, event: Any) -> None:
-        pass
+        if self.on_terminated is not None:
+            self.on_terminated(str(event.id))
 
     @property
     def _jlistener(self) -> Any:
@@ -54,7 +62,7 @@ class ProgressListener(StreamingQueryListener):
 
 class JsonEvents:
     """The events of a classic session's listener bus for a ``ProgressListener``: a progress
-    event read as JSON, the others dropped (it does nothing with them)."""
+    event read as JSON, a query's end as its id, the others dropped (it does nothing with them)."""
 
     def __init__(self, listener: ProgressListener):
         self.listener = listener
@@ -70,7 +78,8 @@ class JsonEvents:
         pass
 
     def onQueryTerminated(self, jevent: Any) -> None:
-        pass
+        if self.listener.on_terminated is not None:
+            self.listener.on_terminated(str(jevent.id().toString()))
 
     class Java:
         implements = [JAVA_LISTENER]

@@ -55,3 +55,29 @@ def test_progress_events_carry_the_observed_metrics_in_few_round_trips(spark, tm
     # the listener's thread asks for each event's progress and its JSON
     assert threading.current_thread().name not in threads
     assert sum(calls.get(name, 0) for name in threads) <= 2 * len(events), calls
+
+
+def test_a_query_s_end_comes_after_its_progress_as_its_id(spark, tmp_path):
+    # (the runner waits on these events: the end lets it return without polling the query)
+    src = tmp_path / "in"
+    spark.createDataFrame([(1,), (2,)], "x long").write.parquet(str(src))
+    got: list = []
+    ended = threading.Event()
+
+    def on_terminated(query_id):
+        got.append(("ended", query_id))
+        ended.set()
+
+    listener = ProgressListener(lambda p: got.append(("progress", str(p.id), p.batchId)), on_terminated)
+    spark.streams.addListener(listener)
+    try:
+        stream = spark.readStream.schema("x long").option("maxFilesPerTrigger", 1).parquet(str(src))
+        q = stream.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck"))
+        q = q.trigger(availableNow=True).start()
+        q.awaitTermination()
+        assert ended.wait(60)
+    finally:
+        spark.streams.removeListener(listener)
+    mine = [g for g in got if str(q.id) in g]
+    batches = [g[2] for g in mine if g[0] == "progress"]
+    assert mine[-1] == ("ended", str(q.id)) and batches == list(range(len(batches))) and batches
