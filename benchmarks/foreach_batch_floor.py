@@ -23,30 +23,31 @@ import argparse
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-import panes
-from panes.spark.native.names import ROW_TIME
-from panes.spark.results import NativeStreamResult
-from panes.spark.session import get_spark
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-BID = "auction LONG, bidder LONG, price LONG, channel STRING, url STRING, dateTime TIMESTAMP, extra STRING"
-SPEC = {
-    "event_time": "dateTime",
-    "watermark": {"max_delay": "4 seconds"},
-    "key": "auction",
-    "window": {"tumbling": {"size": "10 seconds"}},
-    "aggregates": {"num": {"count": "*"}, "total": {"sum": "price"}},
-}
+import panes  # noqa: E402
+from nexmark_run import DELAY, plain_query  # noqa: E402
+from panes.spark.native.names import ROW_TIME  # noqa: E402
+from panes.spark.results import NativeStreamResult  # noqa: E402
+from panes.spark.session import get_spark  # noqa: E402
+from panes_nexmark import QUERIES  # noqa: E402
+
+#: tw_agg as panes runs it in the shared comparison
+SPEC = {"event_time": "dateTime", "watermark": {"max_delay": DELAY}, **QUERIES["tw_agg"]}
 SIDES = ("plain", "floor_raw", "floor_prepared", "panes")
 
 
-def _bids(spark, data: str) -> DataFrame:
-    return spark.readStream.schema(BID).option("maxFilesPerTrigger", 1).parquet(os.path.join(data, "parquet", "bid"))
+def _bids(spark, path: str) -> DataFrame:
+    schema = spark.read.parquet(path).schema
+    return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(path)
 
 
 def _timed(start) -> float:
@@ -60,15 +61,11 @@ def _timed(start) -> float:
 
 
 def run(spark, side: str, data: str) -> float:
-    src = _bids(spark, data)
+    path = os.path.join(data, "parquet", "bid")
     if side == "plain":
-        g = (
-            src.withWatermark("dateTime", "4 seconds")
-            .groupBy(F.window("dateTime", "10 seconds").alias("w"), "auction")
-            .agg(F.count(F.lit(1)).alias("num"), F.sum("price").alias("total"))
-        )
-        out = g.writeStream.format("noop").outputMode("append").trigger(availableNow=True)
-        return _timed(lambda ck: out.option("checkpointLocation", ck).start())
+        out = plain_query(spark, "tw_agg", path, DELAY).writeStream.format("noop").outputMode("append")
+        return _timed(lambda ck: out.option("checkpointLocation", ck).trigger(availableNow=True).start())
+    src = _bids(spark, path)
     result = panes.window(src, SPEC)
     assert isinstance(result, NativeStreamResult)  # (the native plan's stream)
     if side == "panes":
