@@ -35,6 +35,11 @@ def spark_conf(shuffle_partitions: int = 2) -> dict[str, str]:
         # 1.01 s, Nexmark q5 1.17 / 1.07 s, 1k keys 0.30 / 0.29 s; Nexmark q7 (a few windows,
         # no key) 0.195 / 0.215 s. Spark's own window() groups by a struct, which never has it.
         "spark.sql.codegen.aggregate.map.twolevel.enabled": "false",
+        # Spark keeps the classes it generated for 100 plans' pieces; one stateful query of panes
+        # has about 60, so two queries in one session (two stages, a replay beside a stream)
+        # compile each other's out and every query start compiles them again (each 10-40 ms of
+        # the query's thread, then the JIT's work on the new classes)
+        "spark.sql.codegen.cache.maxEntries": "1000",
     }
 
 

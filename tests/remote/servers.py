@@ -31,21 +31,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-#: what panes needs of any Spark it runs on (panes/spark/session.py spark_conf, without the driver
-#: memory, which is the server's own)
-PANES_CONF = {
-    "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
-    "spark.sql.shuffle.partitions": "2",
-    "spark.sql.session.timeZone": "UTC",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.streaming.noDataMicroBatches.enabled": "true",
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.streaming.statefulOperator.checkCorrectness.enabled": "false",
-    "spark.sql.codegen.aggregate.map.twolevel.enabled": "false",
-}
+from panes.spark.session import spark_conf
+
+#: what panes needs of any Spark it runs on (its session's settings), without the driver memory,
+#: which is the server's own
+PANES_CONF = {k: v for k, v in spark_conf(2).items() if k != "spark.driver.memory"}
 #: the servers' log4j2 configuration: warnings, and the lines that say a server is up (the Connect
 #: server's port, the master's election, a worker's registration); Spark's default INFO logging
 #: writes tens of MB for a suite of streaming queries

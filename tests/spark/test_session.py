@@ -42,3 +42,22 @@ def test_a_checkpoint_written_that_way_keeps_its_logs_and_their_checksums(spark,
     for log in ("offsets", "commits", "sources/0"):
         names = sorted(f.name for f in (ck / log).iterdir())
         assert names == [".0.crc", "0"], log
+
+
+def _compiled(spark) -> int:
+    return spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount()
+
+
+def test_a_query_run_again_after_many_others_reuses_its_generated_code(spark):
+    # Spark keeps 100 pieces of generated code by default; one stateful query of panes has about
+    # 60, so queries that alternate in a session (two stages, a replay beside a stream) would
+    # compile each other's out. 120 other pieces of code later, the first query compiles nothing.
+    def first():
+        return spark.range(5).selectExpr("id * 7919 + 104729 AS v").filter("v % 3 = 1").collect()
+
+    assert [r.v for r in first()] == [112648, 136405]
+    for i in range(120):  # (each its own code: Spark writes a literal into the code it generates)
+        assert spark.range(1).selectExpr(f"id * {i + 2} + {i} AS v").collect()[0].v == i
+    before = _compiled(spark)
+    assert [r.v for r in first()] == [112648, 136405]
+    assert _compiled(spark) == before
