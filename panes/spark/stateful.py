@@ -55,7 +55,7 @@ from .columns import (
     TS,
     pane_schema,
 )
-from .stateful_store import BucketState, cyclic_gc_paused
+from .stateful_store import BucketState, cyclic_gc_paused, freeze_once
 from .window_pipeline import PANE_ID, guarded_sql_panes, table_fields, table_panes, table_rows
 
 #: what an output row of the processor is: "P", a pane, "D", a dead letter, or "H", a bucket's report
@@ -134,6 +134,7 @@ class BucketProcessor(StatefulProcessor):
         self.bucket = 0
 
     def init(self, handle: StatefulProcessorHandle) -> None:
+        freeze_once()
         self.state = BucketState(handle, self.engine)
 
     def _watermark(self, st: EngineState, spark_wm: int) -> int | None:

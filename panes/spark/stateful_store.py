@@ -42,6 +42,22 @@ class BucketState:
                 self.handle.registerTimer(t)
 
 
+#: whether this process's long-lived objects are out of the cyclic collector's reach (``freeze_once``)
+_frozen = False
+
+
+def freeze_once() -> None:
+    """The objects alive as a Python worker's first task begins (its modules: PySpark, pandas,
+    Arrow, panes; about 90,000) moved out of the cyclic collector's reach, once per process:
+    PySpark's worker runs a full ``gc.collect()`` after every task, which otherwise walks them all.
+    What later tasks make stays the collector's: none of it can leak."""
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.collect()
+        gc.freeze()
+
+
 @contextmanager
 def cyclic_gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector paused for a callback: the bucket's state is tens of
