@@ -128,6 +128,7 @@ class Settler:
         self.retracting, self.allowed_lateness = retracting, allowed_lateness
         self.watermarks = self.fresh()
         self.store = store
+        self._collected: Column | None = None  # (``collected``: built once, each is JVM round trips)
 
     def fresh(self) -> StageWatermarks:
         return StageWatermarks(retracting=self.retracting, allowed_lateness=self.allowed_lateness)
@@ -170,8 +171,10 @@ class Settler:
 
     def collected(self) -> Column:
         """The rows ``settle_rows`` reads: the reports and the undecided panes."""
-        L = self.layout
-        return (F.col(L.kind) == "H") | (F.coalesce(F.col(L.provisional), F.lit(0)) > 0)
+        if self._collected is None:
+            L = self.layout
+            self._collected = (F.col(L.kind) == "H") | (F.coalesce(F.col(L.provisional), F.lit(0)) > 0)
+        return self._collected
 
     def settle(self, batch: DataFrame, batch_id: int | None = None, schema: ST.StructType | None = None) -> DataFrame:
         """A cached micro-batch's output (``schema``: its rows', by default the batch's) with its

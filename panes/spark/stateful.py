@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
@@ -423,13 +423,28 @@ def panes_of(
     (replays): with the emission order, the bounds in ms."""
     if p.window_pipeline is not None:
         return table_panes(combined.filter(F.col(KIND) == "P"), p, schema, view, [PHASE, ORDER], ordered)
+    return selected(combined, pane_selection(p, schema))
+
+
+#: which rows of the processor's output to keep, and their columns
+Selection = tuple[Column, list[Column]]
+
+
+def selected(combined: DataFrame, selection: Selection) -> DataFrame:
+    keep, columns = selection
+    return combined.filter(keep).select(*columns)
+
+
+def pane_selection(p: Pipeline, schema: ST.StructType) -> Selection:
+    """The pane rows of the processor's output, their window bounds as timestamps (not a window
+    pipeline's: ``panes_of``)."""
     cols = []
     for f in pane_schema(p, schema).fields:
         if f.name in ("window_start", "window_end"):
             cols.append(F.timestamp_millis(F.col(f.name)).alias(f.name))
         else:
             cols.append(F.col(f.name))
-    return combined.filter(F.col(KIND) == "P").select(*cols)
+    return F.col(KIND) == "P", cols
 
 
 def sql_panes_of(
@@ -442,8 +457,12 @@ def sql_panes_of(
 
 def dead_letters_of(combined: DataFrame) -> DataFrame:
     """The dead letters of the processor's output."""
+    return selected(combined, dead_letter_selection())
+
+
+def dead_letter_selection() -> Selection:
     wins = F.from_json(F.col("dl_windows"), _WINDOWS_JSON)
-    return combined.filter(F.col(KIND) == "D").select(
+    return F.col(KIND) == "D", [
         F.col("dl_reason").alias("reason"),
         F.col("dl_record").alias("record"),
         F.timestamp_millis(F.col("dl_watermark")).alias("watermark"),
@@ -454,4 +473,4 @@ def dead_letters_of(combined: DataFrame) -> DataFrame:
             ),
         ).alias("windows"),
         F.col("dl_detail").alias("detail"),
-    )
+    ]

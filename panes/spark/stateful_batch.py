@@ -13,13 +13,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ..core.pipeline import Pipeline
 from .failed_rows import FailedRows
-from .stateful import KIND, OUTPUT_ROWS, dead_letters_of, output_schema, panes_of, sql_panes_of
+from .stateful import (
+    KIND,
+    OUTPUT_ROWS,
+    Selection,
+    dead_letter_selection,
+    output_schema,
+    pane_selection,
+    panes_of,
+    selected,
+    sql_panes_of,
+)
 from .stateful_timing import OutputWatermarks
 from .window_pipeline import is_sql
 
@@ -41,6 +51,11 @@ class StatefulBatches:
         self.failed_rows = FailedRows(schema, KIND, checkpoint) if is_sql(p) else None
         self._empty: tuple[Any, DataFrame] | None = None  # (session, the panes of a micro-batch with none)
         self.nonempty: list[DataFrame] = []  # (``has_rows``)
+        # (the Columns each micro-batch reads its output with, built at the first: each Column is
+        # JVM round trips, about 300 a micro-batch)
+        self._counted: Column | None = None
+        self._panes: Selection | None = None
+        self._letters: Selection | None = None
 
     def run(self, batch: DataFrame, batch_id: int, on_panes: Callback, on_dead_letters: Callback) -> None:
         batch = batch.cache()
@@ -50,14 +65,28 @@ class StatefulBatches:
                 self._sql_panes(settled, batch_id, on_panes, on_dead_letters, letter_rows)
                 return
             if pane_rows:
-                on_panes(self._with_rows(panes_of(settled, self.p, self.schema, self.view)), batch_id)
+                on_panes(self._with_rows(self.panes_of(settled)), batch_id)
             else:
                 on_panes(self.no_panes(batch), batch_id)
             if letter_rows:
-                on_dead_letters(self._with_rows(dead_letters_of(settled)), batch_id)
+                on_dead_letters(self._with_rows(self.dead_letters_of(settled)), batch_id)
         finally:
             self.nonempty = []
             batch.unpersist()
+
+    def panes_of(self, settled: DataFrame) -> DataFrame:
+        """``stateful.panes_of`` the micro-batch's output."""
+        if self.p.window_pipeline is not None:
+            return panes_of(settled, self.p, self.schema, self.view)
+        if self._panes is None:
+            self._panes = pane_selection(self.p, self.schema)
+        return selected(settled, self._panes)
+
+    def dead_letters_of(self, settled: DataFrame) -> DataFrame:
+        """``stateful.dead_letters_of`` the micro-batch's output."""
+        if self._letters is None:
+            self._letters = dead_letter_selection()
+        return selected(settled, self._letters)
 
     def _with_rows(self, df: DataFrame) -> DataFrame:
         """``df``, known to hold rows (``has_rows``) while the callbacks of the micro-batch run."""
@@ -71,10 +100,11 @@ class StatefulBatches:
     def settled(self, batch: DataFrame, batch_id: int) -> tuple[DataFrame, int, int]:
         """The micro-batch's output with its provisional panes decided, and its pane rows and
         dead-letter rows, from the one job that runs the operator (see the module)."""
-        wanted = F.col(KIND) == "C"
-        if self.watermarks is not None:
-            wanted = wanted | self.watermarks.collected()
-        rows = [r.asDict() for r in batch.filter(wanted).collect()]
+        if self._counted is None:
+            self._counted = F.col(KIND) == "C"
+            if self.watermarks is not None:
+                self._counted = self._counted | self.watermarks.collected()
+        rows = [r.asDict() for r in batch.filter(self._counted).collect()]
         counts = [r for r in rows if r[KIND] == "C"]
         pane_rows = sum(r[OUTPUT_ROWS[0]] or 0 for r in counts)
         letter_rows = sum(r[OUTPUT_ROWS[1]] or 0 for r in counts)
@@ -96,7 +126,7 @@ class StatefulBatches:
         self.failed_rows.remember(failed, batch_id)
         on_panes(panes, batch_id)
         if letter_rows or failed is not None:
-            dead = dead_letters_of(settled)
+            dead = self.dead_letters_of(settled)
             on_dead_letters(self._with_rows(dead if failed is None else dead.unionByName(failed)), batch_id)
         panes.unpersist()
 
