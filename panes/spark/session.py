@@ -37,8 +37,8 @@ def spark_conf(shuffle_partitions: int = 2) -> dict[str, str]:
         "spark.sql.codegen.aggregate.map.twolevel.enabled": "false",
         # Spark keeps the classes it generated for 100 plans' pieces; one stateful query of panes
         # has about 60, so two queries in one session (two stages, a replay beside a stream)
-        # compile each other's out and every query start compiles them again (each 10-40 ms of
-        # the query's thread, then the JIT's work on the new classes)
+        # compile each other's out and every query start compiles them again (13-43 ms each here,
+        # then the JIT's work on the new classes)
         "spark.sql.codegen.cache.maxEntries": "1000",
     }
 

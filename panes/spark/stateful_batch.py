@@ -52,7 +52,7 @@ class StatefulBatches:
         self._empty: tuple[Any, DataFrame] | None = None  # (session, the panes of a micro-batch with none)
         self.nonempty: list[DataFrame] = []  # (``has_rows``)
         # (the Columns each micro-batch reads its output with, built at the first: each Column is
-        # JVM round trips, about 300 a micro-batch)
+        # JVM round trips: about 370 a micro-batch)
         self._counted: Column | None = None
         self._panes: Selection | None = None
         self._letters: Selection | None = None

@@ -50,7 +50,8 @@ def freeze_once() -> None:
     """The objects alive as a Python worker's first task begins (its modules: PySpark, pandas,
     Arrow, panes; about 90,000) moved out of the cyclic collector's reach, once per process:
     PySpark's worker runs a full ``gc.collect()`` after every task, which otherwise walks them all.
-    What later tasks make stays the collector's: none of it can leak."""
+    What later tasks make stays the collector's (the first task's own objects alive then are
+    frozen with the modules, once)."""
     global _frozen
     if not _frozen:
         _frozen = True
