@@ -47,6 +47,7 @@ from .columns import (
     validation,
 )
 from .connect import check_bounded, check_stateful_client
+from .deferred_processor import DeferredProcessor
 from .native import batch_unsupported, never_late, stream_unsupported
 from .native.names import ROW_COUNTS, ROW_IN_WINDOW
 from .native.step import NativeStep, batch_step
@@ -361,7 +362,10 @@ def _stateful_stream(
         engine_pipeline(p), record_columns, out_schema.fieldNames(), scripted_clock, keep, integral, integral_out
     )
     combined = prepared.groupBy(bucket_alias).transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime"
+        statefulProcessor=DeferredProcessor(processor),
+        outputStructType=out_schema,
+        outputMode="Append",
+        timeMode="EventTime",
     )
     return combined.observe(metrics.OUTPUT, *metrics.output_counts(KIND, "dl_reason", *COUNT_COLUMNS, PROVISIONAL))
 

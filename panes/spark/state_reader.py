@@ -30,11 +30,11 @@ from ..core.open_windows import WindowQuery, columns, open_windows
 from ..core.pipeline import Pipeline
 from ..core.time import END_OF_INPUT, MIN_TIME
 from .columns import SPARK_END_MS, cast_to, output_type, pane_schema
+from .deferred_processor import ENGINE_STATE
 from .native.fixed import FixedPlan
 from .native.names import NEW_ELEMENTS, NEXT_PANE_INDEX, STATE_DIR, WINDOW_END, WINDOW_START
 from .native.step import NativeStep
 from .ops import COLUMN
-from .stateful_store import ENGINE_STATE
 
 #: how many times a native version is looked for again when the running query removed it meanwhile
 ATTEMPTS = 5

@@ -55,6 +55,7 @@ from .columns import (
     TS,
     pane_schema,
 )
+from .deferred_processor import engine_state
 from .stateful_store import BucketState, cyclic_gc_paused, freeze_once
 from .window_pipeline import PANE_ID, guarded_sql_panes, table_fields, table_panes, table_rows
 
@@ -134,8 +135,13 @@ class BucketProcessor(StatefulProcessor):
         self.bucket = 0
 
     def init(self, handle: StatefulProcessorHandle) -> None:
+        self.bind(handle, engine_state(handle))
+
+    def bind(self, handle: StatefulProcessorHandle, value) -> None:
+        """The processor on ``handle``, its bucket's state in ``value`` (``engine_state``; Spark
+        runs it wrapped in a ``DeferredProcessor``, which declares it)."""
         freeze_once()
-        self.state = BucketState(handle, self.engine)
+        self.state = BucketState(handle, self.engine, value)
 
     def _watermark(self, st: EngineState, spark_wm: int) -> int | None:
         if spark_wm >= SPARK_END_MS:

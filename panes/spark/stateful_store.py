@@ -14,15 +14,14 @@ from ..core.engine import Engine, EngineState, columnar
 from ..core.time import END_OF_INPUT
 from .columns import SPARK_END_MS
 
-#: the processor's value state that holds the bucket's engine state
-ENGINE_STATE = "engine"
-
 
 class BucketState:
-    def __init__(self, handle: StatefulProcessorHandle, engine: Engine):
+    """``value``: the bucket's value state, as ``deferred_processor.engine_state`` declared it."""
+
+    def __init__(self, handle: StatefulProcessorHandle, engine: Engine, value):
         self.handle = handle
         self.engine = engine
-        self.value = handle.getValueState(ENGINE_STATE, "blob binary")
+        self.value = value
 
     def load(self) -> EngineState:
         stored = self.value.get()  # (None: the bucket has no state yet)

@@ -40,8 +40,8 @@ class PickledBucketState(BucketState):
 
 
 class OlderPanesProcessor(BucketProcessor):
-    def init(self, handle) -> None:
-        self.state = PickledBucketState(handle, self.engine)
+    def bind(self, handle, value) -> None:
+        self.state = PickledBucketState(handle, self.engine, value)
 
 
 # (these classes go to Spark's Python workers whole, as an older panes' code would be there)
