@@ -40,6 +40,10 @@ def spark_conf(shuffle_partitions: int = 2) -> dict[str, str]:
         # compile each other's out and every query start compiles them again (13-43 ms each here,
         # then the JIT's work on the new classes)
         "spark.sql.codegen.cache.maxEntries": "1000",
+        # PySpark otherwise wraps each call of a Column function with about five JVM round trips
+        # (the session, the conf, the call site's stack walk sent and cleared) to name the Python
+        # line in an error's query context; panes builds its plans from hundreds of such calls
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
 
 
