@@ -201,22 +201,29 @@ class StatefulStreamResult(WindowedResult):
         self.input_schema = input_schema
         #: the table of a micro-batch's window pipeline rows (its SQL reads it), one per result
         self.view = f"__panes_rows_{uuid.uuid4().hex}"
-        # a window pipeline's SQL runs per micro-batch (a streaming DataFrame has no ranking by row)
-        self._panes = None if is_sql(pipeline) else panes_of(combined, pipeline, input_schema)
-        self._dead_letters = dead_letters_of(combined)
+        # (planned when first asked for: ``write_stream`` reads each micro-batch's output itself,
+        # and planning costs JVM round trips)
+        self._panes: DataFrame | None = None
+        self._dead_letters: DataFrame | None = None
         self.batches: StatefulBatches | None = None  # the last query's (``write_stream``)
 
     @property
     def panes(self) -> DataFrame:
-        if self._panes is None:
+        if is_sql(self.pipeline):  # (a streaming DataFrame has no ranking by row)
             raise ValueError(
                 "a window pipeline's SQL runs per micro-batch, over the rows of the windows that fire: "
                 "run it with write_stream(on_panes, on_dead_letters, checkpoint)"
             )
+        if self._panes is None:
+            with plan_building():
+                self._panes = panes_of(self.combined, self.pipeline, self.input_schema)
         return self._panes
 
     @property
     def dead_letters(self) -> DataFrame:
+        if self._dead_letters is None:
+            with plan_building():
+                self._dead_letters = dead_letters_of(self.combined)
         return self._dead_letters
 
     def no_panes(self, panes: DataFrame) -> bool:
