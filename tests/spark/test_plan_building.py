@@ -6,27 +6,10 @@ PySpark whose internals changed fails these tests."""
 import threading
 
 import pytest
-from py4j import clientserver
+from jvm_calls import round_trips as _round_trips
 from pyspark.sql import functions as F
 
 from panes.spark import session
-
-
-def _round_trips(build) -> int:
-    sent = []
-    orig = clientserver.ClientServerConnection.send_command
-
-    def counting(self, command):
-        if not command.startswith("m"):  # (py4j's garbage collection of Java objects, at any time)
-            sent.append(command)
-        return orig(self, command)
-
-    clientserver.ClientServerConnection.send_command = counting
-    try:
-        build()
-    finally:
-        clientserver.ClientServerConnection.send_command = orig
-    return len(sent)
 
 
 def _expression():

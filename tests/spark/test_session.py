@@ -1,6 +1,9 @@
-"""The SparkSession panes makes: what its streaming queries write their checkpoints with."""
+"""The SparkSession panes makes: what its streaming queries write their checkpoints with, and what its
+settings save."""
 
 from __future__ import annotations
+
+from jvm_calls import round_trips
 
 from panes.spark.session import CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_MANAGERS
 
@@ -63,25 +66,6 @@ def test_a_query_run_again_after_many_others_reuses_its_generated_code(spark):
     assert _compiled(spark) == before
 
 
-def _round_trips(spark, build) -> int:
-    """The JVM round trips ``build()`` makes."""
-    client = spark.sparkContext._gateway._gateway_client
-    send = client.send_command
-    sent = 0
-
-    def counted(*args, **kwargs):
-        nonlocal sent
-        sent += 1
-        return send(*args, **kwargs)
-
-    client.send_command = counted
-    try:
-        build()
-    finally:
-        del client.send_command  # (the class's method again)
-    return sent
-
-
 def test_a_column_function_costs_no_round_trips_for_its_python_call_site(spark):
     # PySpark's default wraps each Column function with the session, the conf and the call site
     # sent to the JVM and cleared (about five round trips) for errors' query context; panes builds
@@ -92,4 +76,4 @@ def test_a_column_function_costs_no_round_trips_for_its_python_call_site(spark):
         return F.coalesce(F.abs(F.col("a")), F.greatest(F.col("b"), F.lit(0)), F.lit(1))
 
     build()  # (the JVM's function objects looked up once)
-    assert _round_trips(spark, build) <= 40  # (34 here; with PySpark's default 54)
+    assert round_trips(build) <= 40  # (34 here; with PySpark's default 54)
