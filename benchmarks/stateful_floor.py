@@ -99,10 +99,12 @@ class NullPanesProcessor(StateProcessor):
         self.handle, self.value = handle, engine_state(handle)
 
     def _count_row(self, rows: int) -> pd.DataFrame:
+        from panes.core.engine.parts import PHASES
         from panes.spark.stateful import COUNT_COLUMNS, KIND, ORDER, OUTPUT_ROWS, PHASE
 
+        # (as ``BucketProcessor._summary`` writes it: after the last phase)
         row: dict = {c: [None] for c in self.columns}
-        row.update({KIND: ["C"], PHASE: [3], ORDER: [1], COUNT_COLUMNS[0]: [rows], COUNT_COLUMNS[1]: [0]})
+        row.update({KIND: ["C"], PHASE: [PHASES], ORDER: [1], COUNT_COLUMNS[0]: [rows], COUNT_COLUMNS[1]: [0]})
         row.update({OUTPUT_ROWS[0]: [0], OUTPUT_ROWS[1]: [0]})
         return pd.DataFrame(row)
 
