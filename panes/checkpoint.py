@@ -4,9 +4,9 @@ stands. Both are checked before a run reads any data.
 - ``<checkpoint>/panes/state.json``: the fields of the spec that shape the state (``STATE_FIELDS``:
   the windows, the key, the aggregates or window pipeline, the trigger, the accumulation mode, the
   lateness, the time column and unit, the plan, the buckets, and the stateful plan's state layout,
-  ``state_format``). A run whose spec changes one of them (or a checkpoint whose state another
-  panes laid out) is refused, naming the field; other changes (sinks, paths, the trigger
-  interval, the watermark's delay) are allowed.
+  ``state_format``, and its buckets' labels, ``spark.bucket_layout``). A run whose spec changes
+  one of them (or a checkpoint whose state another panes laid out) is refused, naming the field;
+  other changes (sinks, paths, the trigger interval, the watermark's delay) are allowed.
 - The input's end: ending the input (every window closes) is a run's explicit choice
   (``--end-input``). It writes control records into the checkpoint's control stream
   (``<checkpoint>/control/end-<n>.json``), then, once every window closed, ``panes/ended.json``
@@ -26,6 +26,7 @@ from pathlib import Path
 from .core.engine import columnar
 from .core.engine.columnar import FORMAT as STATE_FORMAT
 from .preflight import FILE_FORMATS, local_path
+from .spark import bucket_layout
 from .spec import FieldError, RunSpec, SourceSpec
 
 #: the spec's fields that shape a checkpoint's state, in the order they are reported
@@ -41,8 +42,11 @@ STATE_FIELDS = (
     "event_time",
     "plan",
     "spark.buckets",
+    "spark.bucket_layout",
     "state_format",
 )
+#: how the stateful plan lays its state out: checked only against a checkpoint of the same plan
+LAYOUT_FIELDS = ("state_format", "spark.bucket_layout")
 PANES_DIR = "panes"
 CONTROL_DIR = "control"
 #: the control files of the input's end, in the order the runner writes them
@@ -69,6 +73,7 @@ def state_meaning(spec: RunSpec, plan: str) -> dict:
         "plan": plan,
         # (the native plan keeps no buckets: the number does not shape its state)
         "spark.buckets": spec.spark.buckets if plan == "stateful" else None,
+        "spark.bucket_layout": bucket_layout.LAYOUT if plan == "stateful" else None,
         # how the stateful plan lays its state out (``core.engine.columnar``; none recorded: pickled)
         "state_format": STATE_FORMAT if plan == "stateful" else None,
     }
@@ -89,10 +94,12 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
     if saved is not None:
         old = saved.get("state", {})
         for field in STATE_FIELDS:
-            if field == "state_format" and old.get("plan") != meaning.get("plan"):
+            if field in LAYOUT_FIELDS and old.get("plan") != meaning.get("plan"):
                 continue  # (another plan: ``plan`` says so)
             if field == "state_format" and old.get(field) != meaning.get(field):
                 errors.append(FieldError(field, columnar.refusal(checkpoint, old.get(field), afresh)))
+            elif field == "spark.bucket_layout" and old.get(field) is None and meaning.get(field) is not None:
+                errors.append(FieldError(field, bucket_layout.numbered_refusal(checkpoint, afresh)))
             elif _text(old.get(field)) != _text(meaning.get(field)):
                 errors.append(
                     FieldError(

@@ -98,6 +98,8 @@ def _window_pipeline(v: Any) -> Any:
 WindowPipelineSpec = Annotated[Any, BeforeValidator(_window_pipeline)]
 
 #: the pane columns besides the key and the aggregates
+#: the most hash buckets a stateful plan may have (``spark.bucket_layout`` labels them within a Spark int)
+MAX_BUCKETS = 1024
 PANE_COLUMNS = ("window_start", "window_end", "timing", "pane_index", "is_last", "retraction")
 
 
@@ -206,7 +208,8 @@ class SparkSpec(_Model):
     #: Spark there)
     remote: str | None = None
     shuffle_partitions: int = 2
-    buckets: int = 8
+    #: hash buckets of the key on the stateful plan (``spark.bucket_layout``: how they are labelled)
+    buckets: int = Field(default=8, ge=1, le=MAX_BUCKETS)
     trigger_interval: int | None = None  # micro-batch interval (ms); None = as fast as possible
     #: process what is there now and stop; open windows stay in the checkpoint for the next run
     available_now: bool = False

@@ -21,6 +21,7 @@ from pathlib import Path
 from . import checkpoint as ck
 from .core.stages import StageGraph
 from .preflight import check_outputs, check_source
+from .spark import bucket_layout
 from .spec import FieldError
 from .stage_spec import StagesRunSpec
 
@@ -45,6 +46,7 @@ def stages_meaning(spec: StagesRunSpec, graph: StageGraph | None = None) -> dict
         out[f"{at}.allowed_lateness"] = s.allowed_lateness
         out[f"{at}.only_updated_panes"] = s.only_updated_panes
     out["spark.buckets"] = spec.spark.buckets
+    out["spark.bucket_layout"] = bucket_layout.LAYOUT
     return out
 
 
@@ -71,7 +73,9 @@ def meaning_errors(checkpoint: str, meaning: dict) -> list[FieldError]:
     return [
         FieldError(
             field,
-            f"changed since checkpoint {checkpoint} was started ({text(old.get(field))} -> "
+            bucket_layout.numbered_refusal(checkpoint, afresh)
+            if field == "spark.bucket_layout" and old.get(field) is None
+            else f"changed since checkpoint {checkpoint} was started ({text(old.get(field))} -> "
             f"{text(meaning.get(field))}): its state holds what the old spec made; {afresh}",
         )
         for field in dict.fromkeys([*meaning, *old])

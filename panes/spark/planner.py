@@ -26,6 +26,7 @@ from ..core.rules import Reason
 from ..core.time import END_OF_INPUT, MIN_TIME
 from ..core.triggers import Never
 from . import metrics
+from .bucket_layout import bucket_column, every_bucket
 from .columns import (
     BUCKET,
     CLOCK,
@@ -135,20 +136,13 @@ def prepare(
     out = df.withColumns(cols_out)
     if not buckets:
         return out  # batch native plan: no buckets
-    if p.key:
-        bucket = F.pmod(F.xxhash64(*[F.col(k) for k in p.key]), F.lit(buckets)).cast("int")
-    else:
-        bucket = F.lit(0)
+    bucket = bucket_column([F.col(k) for k in p.key], buckets)
     if CLOCK not in schema.fieldNames():
         return out.withColumn(BUCKET, bucket)
     # clock rows (heartbeat, scripted clock) reach every bucket
-    out = out.withColumn(
-        BUCKET,
-        F.explode(
-            F.when(F.col(CLOCK).isNotNull(), F.sequence(F.lit(0), F.lit(buckets - 1))).otherwise(F.array(bucket))
-        ),
+    return out.withColumn(
+        BUCKET, F.explode(F.when(F.col(CLOCK).isNotNull(), every_bucket(buckets)).otherwise(F.array(bucket)))
     )
-    return out
 
 
 def engine_columns(
@@ -301,7 +295,7 @@ def window_stream(
         )
     )
     return StatefulStreamResult(
-        text, _stateful_stream(df, p, buckets, scripted_clock, ingestion, control_wm), p, df.schema
+        text, _stateful_stream(df, p, buckets, scripted_clock, ingestion, control_wm), p, df.schema, buckets
     )
 
 

@@ -194,11 +194,12 @@ class StatefulStreamResult(WindowedResult):
     other buckets' holds may keep ON_TIME (``stateful_timing.OutputWatermarks``, its decisions kept in
     the checkpoint); the streaming ``panes`` gives them ON_TIME, as their bucket alone would not."""
 
-    def __init__(self, plan: str, combined: DataFrame, pipeline: Pipeline, input_schema: ST.StructType):
+    def __init__(self, plan: str, combined: DataFrame, pipeline: Pipeline, input_schema: ST.StructType, buckets: int):
         super().__init__(plan)
         self.combined = combined
         self.pipeline = pipeline
         self.input_schema = input_schema
+        self.buckets = buckets
         #: the table of a micro-batch's window pipeline rows (its SQL reads it), one per result
         self.view = f"__panes_rows_{uuid.uuid4().hex}"
         # (planned when first asked for: ``write_stream`` reads each micro-batch's output itself,
@@ -243,7 +244,7 @@ class StatefulStreamResult(WindowedResult):
     ) -> StreamingQuery:
         """See ``WindowedResult.write_stream`` (and ``stateful_batch``: a micro-batch's callbacks
         get only what there is)."""
-        refusal = layout_refusal(self.combined.sparkSession, checkpoint)
+        refusal = layout_refusal(self.combined.sparkSession, checkpoint, self.buckets)
         if refusal is not None:
             raise StateFormatError(refusal)
         batches = self.batches = StatefulBatches(self.pipeline, self.input_schema, checkpoint, self.view)

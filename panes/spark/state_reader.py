@@ -29,6 +29,7 @@ from ..core.engine import columnar
 from ..core.open_windows import WindowQuery, columns, open_windows
 from ..core.pipeline import Pipeline
 from ..core.time import END_OF_INPUT, MIN_TIME
+from . import bucket_layout
 from .columns import SPARK_END_MS, cast_to, output_type, pane_schema
 from .deferred_processor import ENGINE_STATE
 from .native.fixed import FixedPlan
@@ -82,12 +83,14 @@ def last_commit(checkpoint: str) -> tuple[int, int]:
     return batch, END_OF_INPUT if wm >= SPARK_END_MS else wm if wm > 0 else MIN_TIME
 
 
-def layout_refusal(spark: Any, checkpoint: str) -> str | None:
-    """Why the stateful plan cannot go on from ``checkpoint`` (None: it can, or cannot tell): its
-    buckets' state, at the last committed batch, is in another layout than this panes reads. The
-    driver reads one bucket's stored state (a small job), so that the query is refused before it
-    starts rather than in a task. (``panes run`` refuses such a checkpoint earlier, by what its
-    ``panes/state.json`` records; a checkpoint made through ``write_stream`` has none.)"""
+def layout_refusal(spark: Any, checkpoint: str, buckets: int) -> str | None:
+    """Why the stateful plan over ``buckets`` buckets cannot go on from ``checkpoint`` (None: it
+    can, or cannot tell): its buckets' state, at the last committed batch, is in another layout
+    than this panes reads, or kept in another number of buckets or another labelling of them
+    (``bucket_layout``). The driver reads one bucket's stored state (a small job), so that the
+    query is refused before it starts rather than in a task. (``panes run`` refuses such a
+    checkpoint earlier, by what its ``panes/state.json`` records; a checkpoint made through
+    ``write_stream`` has none.)"""
     try:
         batch, _ = last_commit(checkpoint)
     except NoState:
@@ -98,16 +101,19 @@ def layout_refusal(spark: Any, checkpoint: str) -> str | None:
             .option("stateVarName", ENGINE_STATE)
             .option("batchId", batch)
             .load(checkpoint)
-            .select(F.col("value").getField("blob").alias("blob"))
+            .select(F.col("value").getField("blob").alias("blob"), "key.*")  # (the key: the bucket's label)
             .where(F.col("blob").isNotNull())
             .limit(1)
             .collect()
         )
     except Exception:  # (no such state: another plan's checkpoint; the query says what it finds)
         return None
-    if not stored or columnar.in_this_layout(stored[0][0]):
+    if not stored:
         return None
-    return columnar.refusal(checkpoint, None, f"start afresh with a new checkpoint directory (or remove {checkpoint})")
+    afresh = f"start afresh with a new checkpoint directory (or remove {checkpoint})"
+    if not columnar.in_this_layout(stored[0][0]):
+        return columnar.refusal(checkpoint, None, afresh)
+    return bucket_layout.refusal(checkpoint, stored[0][1], buckets, afresh)
 
 
 def stateful_windows(spark: Any, checkpoint: str, p: Pipeline, schema: ST.StructType, query: WindowQuery) -> DataFrame:

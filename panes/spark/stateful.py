@@ -344,7 +344,7 @@ class BucketProcessor(StatefulProcessor):
 
     def _table_panes(self, panes: list[Pane], phase: int, out: list) -> None:
         """The rows of table-valued panes, each with its pane's emission order."""
-        first = (self.bucket << 40) + next(self.pane_ids) % (1 << 40)
+        first = (self.bucket << 32) + next(self.pane_ids) % (1 << 32)  # (a bucket's label is a Spark int)
         for _ in range(len(panes) - 1):
             next(self.pane_ids)
         columns = [c for c in self.output_columns if c not in (KIND, PHASE, ORDER)]

@@ -148,6 +148,25 @@ def test_a_stateful_checkpoint_of_the_pickled_layout_is_refused_in_one_line(tmp_
     assert _meaning()["state_format"] is None
 
 
+def test_a_stateful_checkpoint_whose_buckets_are_numbered_is_refused_in_one_line(tmp_path):
+    path = str(tmp_path / "checkpoint")
+    meaning = _meaning("stateful")
+    assert meaning["spark.bucket_layout"] == "spread-1"
+    ck.record(path, {k: v for k, v in meaning.items() if k != "spark.bucket_layout"})  # as an older panes wrote it
+    errors = ck.check(path, meaning, end_input=False)
+    assert [e.field for e in errors] == ["spark.bucket_layout"]
+    assert errors[0].reason == (
+        f"checkpoint {path} numbers its hash buckets 0..n-1, as panes before the bucket layout spread-1 did: "
+        f"this panes would look for each key's state in another bucket; start afresh with a new checkpoint "
+        f"directory (or remove {path})"
+    )
+    # the native plan keeps no buckets; a native checkpoint of an older panes goes on
+    assert _meaning()["spark.bucket_layout"] is None
+    native = str(tmp_path / "native")
+    ck.record(native, {k: v for k, v in _meaning().items() if k != "spark.bucket_layout"})
+    assert ck.check(native, _meaning(), end_input=False) == []
+
+
 def test_panes_state_refuses_a_stateful_checkpoint_of_the_pickled_layout(tmp_path):
     from panes.spec import SpecError
     from panes.window_state import checkpoint_plan

@@ -18,6 +18,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from ...core.engine.columnar import StateFormatError
 from ...core.stages import StageGraph
 from ...core.stages.accounts import GraphAccounting, StagesProgress
 from ...core.triggers import Never
@@ -124,6 +125,9 @@ class StagesResult:
             scripted_clock,
             account=on_accounting is not None or on_progress is not None,
         )
+        refusal = plan.layout_refusal()
+        if refusal is not None:
+            raise StateFormatError(refusal)
         each = each_micro_batch(plan, self.schema(), on_panes, on_dead_letters, on_accounting, on_progress)
         w = self.source.writeStream.foreachBatch(each).option("checkpointLocation", checkpoint)
         if query_name:

@@ -33,6 +33,7 @@ from ...core.stages import Stage, StageGraph
 from ...core.stages.accounts import GraphAccounting
 from ...core.time import END_OF_INPUT, MIN_TIME
 from ...core.windows import Inherited
+from .. import bucket_layout
 from ..columns import BUCKET, CLOCK, DETAIL, INVALID, PUNCT, SPARK_END_MS, TS
 from .accounts import batch_accounting
 from .buckets import (
@@ -123,6 +124,19 @@ class StagesStream:
     # -- versions ------------------------------------------------------------------------------------
     def versions(self) -> list[int]:
         return sorted(int(d.name[1:]) for d in self.root.glob("v*") if (d / "meta.json").exists())
+
+    def layout_refusal(self) -> str | None:
+        """Why this plan cannot go on from its checkpoint's newest state (None: it can): the state
+        was kept in another number of buckets or another labelling of them (``bucket_layout``)."""
+        import pyarrow.parquet as pq
+
+        versions = self.versions()
+        files = sorted((self.root / f"v{versions[-1]}").glob("*/state.parquet")) if versions else []
+        labels = pq.read_table(str(files[0]), columns=[BUCKET]).column(0).to_pylist() if files else []
+        if not labels:
+            return None
+        afresh = f"start afresh with a new checkpoint directory (or remove {self.root.parent})"
+        return bucket_layout.refusal(str(self.root.parent), labels[0], self.buckets, afresh)
 
     def before(self, batch_id: int) -> tuple[Watermarks, int | None]:
         prior = [v for v in self.versions() if v < batch_id]

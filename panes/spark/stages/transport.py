@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ...core.stages import Input, input_pipeline
+from ..bucket_layout import bucket_column
 from ..columns import CLOCK, DETAIL, INVALID, MALFORMED, PUNCT, TS, record_json
 from ..planner import engine_columns
 
@@ -79,6 +80,4 @@ def typed_records(rows: DataFrame, schema: ST.StructType, columns: list[str]) ->
 def bucket_of(values: list[Column], buckets: int) -> Column:
     """The hash bucket of a key's values (as strings, so that a key read from a record's column and
     from a stage's JSON row lands alike)."""
-    if not values:
-        return F.lit(0)
-    return F.pmod(F.xxhash64(*[v.cast("string") for v in values]), F.lit(buckets)).cast("int")
+    return bucket_column([v.cast("string") for v in values], buckets)
