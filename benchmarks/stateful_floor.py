@@ -4,11 +4,12 @@
 file per micro-batch), side by side in one SparkSession, alternating, against plain Spark's
 windowed aggregation (the suite's ``window`` formulation) and panes' stateful plan:
 
-- ``tws_noop``: the rows grouped by 8 hash buckets of the key (as panes groups them) into
+- ``tws_noop``: the rows grouped by hash buckets of the key as panes groups them (by default one per
+  shuffle partition, labelled by ``panes.spark.bucket_layout``) into
   ``transformWithStateInPandas`` with event-time timers, a processor that reads every row, keeps
   no state and gives one row per bucket; ``foreachBatch`` aggregates its output and collects it;
-- ``tws_state``: the same, and each bucket reads and writes a value of 28 KB (a bucket's state
-  at this size is 27-31 KB) and keeps one timer, as panes' processor does, with no engine;
+- ``tws_state``: the same, and each bucket reads and writes its share of 224 KB (8 buckets' state
+  at this size is 27-31 KB each) and keeps one timer, as panes' processor does, with no engine;
 - ``tws_two_jobs``: ``tws_state`` with the output cached and read by two jobs (a collect of the
   bucket rows, then the aggregation): the shape of panes' micro-batch (its decisions, then the
   callbacks);
@@ -43,11 +44,12 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import start_spark, stream_input  # noqa: E402
+from panes.spark.bucket_layout import bucket_column, default_buckets  # noqa: E402
 from suite import SIZES, load_data_set, run_stream  # noqa: E402
 from workloads import benchmarks  # noqa: E402
 
-BUCKETS = 8
-STATE_BYTES = 28_000
+#: the whole state at the quick size (8 buckets of 27-31 KB), split over the buckets
+STATE_BYTES = 224_000
 FLOORS = ("tws_noop", "tws_state", "tws_two_jobs")
 SIDES = ("window", "panes", *FLOORS, "panes_null")
 
@@ -69,7 +71,11 @@ class NoopProcessor(StatefulProcessor):
 
 
 class StateProcessor(NoopProcessor):
-    """``NoopProcessor`` with a bucket's state traffic: a value read and written, one timer kept."""
+    """``NoopProcessor`` with a bucket's state traffic: a value read and written (its share of
+    ``STATE_BYTES``), one timer kept."""
+
+    def __init__(self, buckets: int) -> None:
+        self.state_bytes = STATE_BYTES // buckets
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -78,7 +84,7 @@ class StateProcessor(NoopProcessor):
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         stored = self.value.get()
         n = sum(len(r) for r in rows)
-        self.value.update((bytes(STATE_BYTES) if stored is None else stored[0],))
+        self.value.update((bytes(self.state_bytes) if stored is None else stored[0],))
         want = timerValues.getCurrentWatermarkInMs() + 60_000
         for t in list(self.handle.listTimers()):
             self.handle.deleteTimer(t)
@@ -90,7 +96,8 @@ class NullPanesProcessor(StateProcessor):
     """``StateProcessor`` in panes' plan: its state declared as panes' is, one count row per call
     in panes' output columns (what the driver's micro-batch reads), no engine."""
 
-    def __init__(self, processor) -> None:
+    def __init__(self, processor, buckets: int) -> None:
+        super().__init__(buckets)
         self.columns = list(processor.output_columns)
 
     def init(self, handle) -> None:
@@ -122,8 +129,9 @@ def floor_run(spark, side: str, src_dir: Path, schema, timeout: float) -> float:
     try:
         t0 = time.perf_counter()
         src = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(src_dir))
-        rows = src.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(BUCKETS))).withWatermark("ts", "125 seconds")
-        processor = NoopProcessor() if side == "tws_noop" else StateProcessor()
+        buckets = default_buckets(spark)
+        rows = src.withColumn("bucket", bucket_column([F.col("key")], buckets)).withWatermark("ts", "125 seconds")
+        processor = NoopProcessor() if side == "tws_noop" else StateProcessor(buckets)
         out = rows.groupBy("bucket").transformWithStateInPandas(
             statefulProcessor=processor,
             outputStructType="bucket long, rows long",
@@ -153,7 +161,7 @@ def floor_run(spark, side: str, src_dir: Path, schema, timeout: float) -> float:
 
 
 @contextlib.contextmanager
-def null_processor(on: bool) -> Iterator[None]:
+def null_processor(on: bool, buckets: int) -> Iterator[None]:
     """panes' stateful plan with ``NullPanesProcessor`` in place of its processor (``on``)."""
     if not on:
         yield
@@ -161,7 +169,7 @@ def null_processor(on: bool) -> Iterator[None]:
     import panes.spark.planner as planner
 
     deferred = planner.DeferredProcessor
-    planner.DeferredProcessor = NullPanesProcessor  # type: ignore[assignment,misc]
+    planner.DeferredProcessor = lambda processor: NullPanesProcessor(processor, buckets)  # type: ignore
     try:
         yield
     finally:
@@ -184,7 +192,7 @@ def main() -> None:
             if side in FLOORS:
                 secs[side].append(floor_run(spark, side, src, ds.schema(), a.timeout))
             else:
-                with null_processor(side == "panes_null"):
+                with null_processor(side == "panes_null", default_buckets(spark)):
                     r = run_stream(spark, bench, ds, "window" if side == "window" else "panes", src, 1, a.timeout)
                 if not r["finished"]:
                     raise RuntimeError(f"{side}: not finished")

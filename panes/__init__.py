@@ -153,11 +153,14 @@ def stage_graph(spec: dict | str | Path | StageGraph) -> StageGraph:
     return parse_stages_spec(doc).to_graph()
 
 
-def stages(inputs: dict[str, DataFrame], spec: dict | str | Path | StageGraph, *, buckets: int = 8) -> StagesResult:
+def stages(
+    inputs: dict[str, DataFrame], spec: dict | str | Path | StageGraph, *, buckets: int | None = None
+) -> StagesResult:
     """Run a multi-stage pipeline (chained stages, merges of two streams) on named DataFrames, one
     per input of the spec. Bounded inputs: ``result.panes`` (the output stage's), ``result.stage(name)``
     and ``result.dead_letters``. Streaming inputs: ``result.write_stream(on_panes, on_dead_letters,
-    checkpoint)``."""
+    checkpoint)``. ``buckets``: of each stage's key (None: one per shuffle partition of the session)."""
+    from .spark.bucket_layout import default_buckets
     from .spark.session import plan_building
     from .spark.stages.plan import stages_batch, stages_stream
 
@@ -165,6 +168,8 @@ def stages(inputs: dict[str, DataFrame], spec: dict | str | Path | StageGraph, *
     streaming = {n: df.isStreaming for n, df in inputs.items()}
     if len(set(streaming.values())) > 1:
         raise ValueError(f"the inputs are all streaming or all bounded, not a mix: {streaming}")
+    if buckets is None:
+        buckets = default_buckets(next(iter(inputs.values())).sparkSession)
     with plan_building():
         if any(streaming.values()):
             return stages_stream(inputs, graph, buckets=buckets)
@@ -175,14 +180,16 @@ def window(
     df: DataFrame | dict[str, DataFrame],
     spec: dict | str | Path | Pipeline | StageGraph,
     *,
-    buckets: int = 8,
+    buckets: int | None = None,
     plan: Literal["auto", "native", "stateful"] = "auto",
 ) -> WindowedResult | StagesResult:
     """Window a Spark DataFrame (a dict of named DataFrames and a multi-stage spec: ``stages``).
     Bounded input gives the final answer the stream converges to (one pane per window). Streaming
     input: ``result.write_stream(on_panes, on_dead_letters, checkpoint)`` runs it; ``plan`` picks
     native Spark (``auto`` when the pipeline allows it) or the stateful engine (``"stateful"``:
-    also gives ``result.panes`` as a streaming DataFrame)."""
+    also gives ``result.panes`` as a streaming DataFrame). ``buckets``: hash buckets of the key on
+    the engine's plans, fixed for a checkpoint (None: one per shuffle partition of the session)."""
+    from .spark.bucket_layout import default_buckets
     from .spark.planner import window_batch, window_stream
     from .spark.session import plan_building
     from .stage_spec import is_stages_document
@@ -197,6 +204,8 @@ def window(
         frames = df if isinstance(df, dict) else {graph.input_names[0]: df}
         return stages(frames, graph, buckets=buckets)
     p = pipeline(spec)
+    if buckets is None:
+        buckets = default_buckets(df.sparkSession)
     with plan_building():
         if df.isStreaming:
             return window_stream(df, p, buckets=buckets, plan=plan)

@@ -72,7 +72,7 @@ def state_meaning(spec: RunSpec, plan: str) -> dict:
         "event_time": {"column": p.event_time, "unit": p.time_unit} if p.event_time else None,
         "plan": plan,
         # (the native plan keeps no buckets: the number does not shape its state)
-        "spark.buckets": spec.spark.buckets if plan == "stateful" else None,
+        "spark.buckets": spec.spark.bucket_count if plan == "stateful" else None,
         "spark.bucket_layout": bucket_layout.LAYOUT if plan == "stateful" else None,
         # how the stateful plan lays its state out (``core.engine.columnar``; none recorded: pickled)
         "state_format": STATE_FORMAT if plan == "stateful" else None,

@@ -118,7 +118,7 @@ def _run_batch(spark, spec: RunSpec, report: Report) -> dict:
     pipe = spec.to_pipeline()
     df = read_batch(spark, spec.source)
     _check_source_columns(spec, df.columns)
-    res = window_batch(df, pipe, buckets=spec.spark.buckets)
+    res = window_batch(df, pipe, buckets=spec.spark.bucket_count)
     report.line(f"[bold]panes[/bold] batch: {res.plan}")
     panes = res.panes.cache()
     dead = res.dead_letters.cache()
@@ -221,7 +221,7 @@ class StreamRun:
         self.result = window_stream(
             df,
             spec.to_pipeline(),
-            buckets=spec.spark.buckets,
+            buckets=spec.spark.bucket_count,
             control_wm=CONTROL,
             plan=spec.spark.plan,
             heartbeat=False if bounded else None,

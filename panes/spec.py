@@ -100,6 +100,15 @@ WindowPipelineSpec = Annotated[Any, BeforeValidator(_window_pipeline)]
 #: the pane columns besides the key and the aggregates
 #: the most hash buckets a stateful plan may have (``spark.bucket_layout`` labels them within a Spark int)
 MAX_BUCKETS = 1024
+
+
+def buckets_for(partitions: int) -> int:
+    """The hash buckets of a stateful plan when none are given: one per shuffle partition (a task
+    runs its buckets one after another, each with a fixed cost; labelled, they fall one to a
+    partition)."""
+    return max(1, min(partitions, MAX_BUCKETS))
+
+
 PANE_COLUMNS = ("window_start", "window_end", "timing", "pane_index", "is_last", "retraction")
 
 
@@ -208,8 +217,9 @@ class SparkSpec(_Model):
     #: Spark there)
     remote: str | None = None
     shuffle_partitions: int = 2
-    #: hash buckets of the key on the stateful plan (``spark.bucket_layout``: how they are labelled)
-    buckets: int = Field(default=8, ge=1, le=MAX_BUCKETS)
+    #: hash buckets of the key on the stateful plan (``spark.bucket_layout``: how they are labelled);
+    #: None: one per shuffle partition (``bucket_count``)
+    buckets: int | None = Field(default=None, ge=1, le=MAX_BUCKETS)
     trigger_interval: int | None = None  # micro-batch interval (ms); None = as fast as possible
     #: process what is there now and stop; open windows stay in the checkpoint for the next run
     available_now: bool = False
@@ -234,6 +244,17 @@ class SparkSpec(_Model):
         if v is not None and info.data.get("master"):
             raise ValueError("a spec names a master or a Spark Connect server (remote), not both")
         return v
+
+    @property
+    def bucket_count(self) -> int:
+        """``buckets``, or one per shuffle partition of the session the spec configures."""
+        if self.buckets is not None:
+            return self.buckets
+        partitions = self.conf.get("spark.sql.shuffle.partitions", self.shuffle_partitions)
+        try:
+            return buckets_for(int(partitions))
+        except ValueError:  # (Spark refuses such a setting itself)
+            return buckets_for(self.shuffle_partitions)
 
 
 class PipelineSpec(_Model):

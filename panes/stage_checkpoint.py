@@ -45,7 +45,7 @@ def stages_meaning(spec: StagesRunSpec, graph: StageGraph | None = None) -> dict
         out[f"{at}.accumulation"] = s.accumulation
         out[f"{at}.allowed_lateness"] = s.allowed_lateness
         out[f"{at}.only_updated_panes"] = s.only_updated_panes
-    out["spark.buckets"] = spec.spark.buckets
+    out["spark.buckets"] = spec.spark.bucket_count
     out["spark.bucket_layout"] = bucket_layout.LAYOUT
     return out
 

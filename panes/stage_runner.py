@@ -94,7 +94,7 @@ def run_batch(spark, spec: StagesRunSpec, dl_sink: SinkSpec, progress: bool, con
     res = stages_batch(
         {n: read_batch(spark, i.source) for n, i in spec.inputs.items()},
         graph,
-        buckets=spec.spark.buckets,
+        buckets=spec.spark.bucket_count,
         account=True,
     )
     if progress:
@@ -177,7 +177,7 @@ class StagesRun:
         for name, inp in spec.inputs.items():
             control = self.spark.readStream.schema(f"{CONTROL} LONG").json(str(self.control_dir))
             frames[name] = read_stream(self.spark, inp.source).unionByName(control, allowMissingColumns=True)
-        self.result = stages_stream(frames, spec.to_graph(), buckets=spec.spark.buckets, control_wm=CONTROL)
+        self.result = stages_stream(frames, spec.to_graph(), buckets=spec.spark.bucket_count, control_wm=CONTROL)
         self.say(f"[bold]panes[/bold] stream: {self.result.plan}; checkpoint {self.checkpoint}")
         # (a run killed while Spark planned a micro-batch: its files are listed anew, see there)
         ck.drop_unplanned_files(self.checkpoint)

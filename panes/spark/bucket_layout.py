@@ -17,9 +17,9 @@ buckets numbered 0..n-1): ``made_with``.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..spec import MAX_BUCKETS
+from ..spec import MAX_BUCKETS, buckets_for
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -69,6 +69,11 @@ def labels(buckets: int) -> tuple[int, ...]:
             left -= 1
         label += 1
     return tuple(x for x in found if x is not None)
+
+
+def default_buckets(spark: Any) -> int:
+    """The buckets of a plan given none: one per shuffle partition of ``spark``'s session."""
+    return buckets_for(int(spark.conf.get("spark.sql.shuffle.partitions")))
 
 
 def made_with(label: int) -> int | None:

@@ -143,3 +143,21 @@ def test_a_stage_checkpoint_of_other_buckets_is_refused(tmp_path):
     assert stream.layout_refusal() is None
     write_state(version / "counts", [(3, b"state")])
     assert "numbers its hash buckets 0..n-1" in (stream.layout_refusal() or "")
+
+
+def test_a_spec_without_buckets_has_one_per_shuffle_partition():
+    from panes.spec import SparkSpec
+
+    assert [SparkSpec().bucket_count, SparkSpec(shuffle_partitions=6).bucket_count] == [2, 6]
+    assert SparkSpec(shuffle_partitions=6, conf={"spark.sql.shuffle.partitions": "16"}).bucket_count == 16
+    assert SparkSpec(shuffle_partitions=5000).bucket_count == MAX_BUCKETS
+    assert SparkSpec(shuffle_partitions=6, buckets=8).bucket_count == 8
+
+
+@pytest.mark.spark
+def test_the_api_without_buckets_has_one_per_shuffle_partition_of_the_session(spark, tmp_path):
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    src = tmp_path / "in"
+    src.mkdir()
+    assert _stream(spark, src, None).buckets == partitions
+    assert _stream(spark, src, 3).buckets == 3
