@@ -100,6 +100,15 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
                 errors.append(FieldError(field, columnar.refusal(checkpoint, old.get(field), afresh)))
             elif field == "spark.bucket_layout" and old.get(field) is None and meaning.get(field) is not None:
                 errors.append(FieldError(field, bucket_layout.numbered_refusal(checkpoint, afresh)))
+            elif (
+                field == "spark.buckets"
+                and None not in (old.get(field), meaning.get(field))
+                and old[field] != meaning[field]
+            ):
+                # (unset, the number follows the shuffle partitions: say which number goes on)
+                errors.append(
+                    FieldError(field, bucket_layout.count_refusal(checkpoint, old[field], meaning[field], afresh))
+                )
             elif _text(old.get(field)) != _text(meaning.get(field)):
                 errors.append(
                     FieldError(

@@ -109,15 +109,18 @@ def numbered_refusal(checkpoint: str, afresh: str) -> str:
     )
 
 
+def count_refusal(checkpoint: str, made: int, buckets: int, afresh: str) -> str:
+    """Why a plan over ``buckets`` buckets cannot read a checkpoint kept in ``made`` buckets."""
+    return (
+        f"checkpoint {checkpoint} keeps its state in {made} hash buckets, not {buckets} (a key's state is "
+        f"in its bucket of those {made}): run with buckets={made} (spark.buckets: {made}), or {afresh}"
+    )
+
+
 def refusal(checkpoint: str, label: int, buckets: int, afresh: str) -> str | None:
     """Why a plan over ``buckets`` buckets cannot read a checkpoint that stored a state under
     ``label`` (None: it can)."""
     made = made_with(label)
     if made is None:
         return numbered_refusal(checkpoint, afresh)
-    if made != buckets:
-        return (
-            f"checkpoint {checkpoint} keeps its state in {made} hash buckets, not {buckets}: each key's "
-            f"state is in the bucket of {made}; run with buckets={made} (spark.buckets: {made}), or {afresh}"
-        )
-    return None
+    return count_refusal(checkpoint, made, buckets, afresh) if made != buckets else None

@@ -91,6 +91,17 @@ def test_buckets_shape_the_stateful_plans_state(tmp_path):
     # recorded once: a later record does not overwrite what the checkpoint holds
     ck.record(path, _meaning("stateful", spark={"buckets": 16}))
     assert [e.field for e in ck.check(path, _meaning("stateful", spark={"buckets": 16}), False)] == ["spark.buckets"]
+    # unset, the buckets follow the shuffle partitions (2 by default): the refusal names the number
+    assert _meaning("stateful")["spark.buckets"] == 2
+    errors = ck.check(path, _meaning("stateful", spark={"shuffle_partitions": 4}), False)
+    assert [(e.field, e.reason) for e in errors] == [
+        (
+            "spark.buckets",
+            f"checkpoint {path} keeps its state in 2 hash buckets, not 4 (a key's state is in its bucket of those "
+            f"2): run with buckets=2 (spark.buckets: 2), or start afresh with a new checkpoint directory (or "
+            f"remove {path})",
+        )
+    ]
 
 
 def test_an_ended_input_refuses_new_files_and_lets_a_run_with_nothing_new_finish(tmp_path, started):

@@ -114,7 +114,7 @@ def test_an_api_checkpoint_of_other_buckets_is_refused_before_the_query_starts(s
     with pytest.raises(StateFormatError) as e:
         _stream(spark, src, 4).write_stream(_consume, _consume, two)
     assert str(e.value) == (
-        f"checkpoint {two} keeps its state in 2 hash buckets, not 4: each key's state is in the bucket of 2; "
+        f"checkpoint {two} keeps its state in 2 hash buckets, not 4 (a key's state is in its bucket of those 2): "
         f"run with buckets=2 (spark.buckets: 2), or start afresh with a new checkpoint directory (or remove {two})"
     )
     assert len(spark.streams.active) == active
@@ -135,9 +135,9 @@ def test_a_stage_checkpoint_of_other_buckets_is_refused(tmp_path):
     write_state(version / "counts", [(labels(8)[0], b"state")])
     (version / "meta.json").write_text("{}")
     assert stream.layout_refusal() == (
-        f"checkpoint {tmp_path / 'ck'} keeps its state in 8 hash buckets, not 4: each key's state is in the bucket "
-        f"of 8; run with buckets=8 (spark.buckets: 8), or start afresh with a new checkpoint directory (or remove "
-        f"{tmp_path / 'ck'})"
+        f"checkpoint {tmp_path / 'ck'} keeps its state in 8 hash buckets, not 4 (a key's state is in its bucket of "
+        f"those 8): run with buckets=8 (spark.buckets: 8), or start afresh with a new checkpoint directory (or "
+        f"remove {tmp_path / 'ck'})"
     )
     write_state(version / "counts", [(labels(4)[2], b"state")])
     assert stream.layout_refusal() is None
