@@ -144,37 +144,36 @@ def test_a_new_checkpoint_has_nothing_to_check(tmp_path):
     assert ck.check(str(tmp_path / "new"), _meaning(), end_input=False) == []
 
 
-def test_a_stateful_checkpoint_of_the_pickled_layout_is_refused_in_one_line(tmp_path):
+@pytest.mark.parametrize(
+    "field, value, reason",
+    [
+        (
+            "state_format",
+            "columnar-1",
+            "checkpoint {path} holds its state in another layout (pickled, as panes before the columnar layout "
+            "wrote it) than this panes reads (columnar-1); start afresh with a new checkpoint directory (or "
+            "remove {path})",
+        ),
+        (
+            "spark.bucket_layout",
+            "spread-1",
+            "checkpoint {path} numbers its hash buckets 0..n-1, as panes before the bucket layout spread-1 did: "
+            "this panes would look for each key's state in another bucket; start afresh with a new checkpoint "
+            "directory (or remove {path})",
+        ),
+    ],
+)
+def test_a_stateful_checkpoint_an_older_panes_laid_out_is_refused_in_one_line(tmp_path, field, value, reason):
     path = str(tmp_path / "checkpoint")
     meaning = _meaning("stateful")
-    assert meaning["state_format"] == "columnar-1"
-    ck.record(path, {k: v for k, v in meaning.items() if k != "state_format"})  # as an older panes wrote it
+    assert meaning[field] == value
+    ck.record(path, {k: v for k, v in meaning.items() if k != field})  # as an older panes wrote it
     errors = ck.check(path, meaning, end_input=False)
-    assert [e.field for e in errors] == ["state_format"]
-    assert errors[0].reason == (
-        f"checkpoint {path} holds its state in another layout (pickled, as panes before the columnar layout "
-        f"wrote it) than this panes reads (columnar-1); start afresh with a new checkpoint directory (or remove {path})"
-    )
-    # the native plan keeps no such state
-    assert _meaning()["state_format"] is None
-
-
-def test_a_stateful_checkpoint_whose_buckets_are_numbered_is_refused_in_one_line(tmp_path):
-    path = str(tmp_path / "checkpoint")
-    meaning = _meaning("stateful")
-    assert meaning["spark.bucket_layout"] == "spread-1"
-    ck.record(path, {k: v for k, v in meaning.items() if k != "spark.bucket_layout"})  # as an older panes wrote it
-    errors = ck.check(path, meaning, end_input=False)
-    assert [e.field for e in errors] == ["spark.bucket_layout"]
-    assert errors[0].reason == (
-        f"checkpoint {path} numbers its hash buckets 0..n-1, as panes before the bucket layout spread-1 did: "
-        f"this panes would look for each key's state in another bucket; start afresh with a new checkpoint "
-        f"directory (or remove {path})"
-    )
-    # the native plan keeps no buckets; a native checkpoint of an older panes goes on
-    assert _meaning()["spark.bucket_layout"] is None
+    assert [(e.field, e.reason) for e in errors] == [(field, reason.format(path=path))]
+    # the native plan keeps no such state; a native checkpoint of an older panes goes on
+    assert _meaning()[field] is None
     native = str(tmp_path / "native")
-    ck.record(native, {k: v for k, v in _meaning().items() if k != "spark.bucket_layout"})
+    ck.record(native, {k: v for k, v in _meaning().items() if k != field})
     assert ck.check(native, _meaning(), end_input=False) == []
 
 
