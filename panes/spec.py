@@ -97,7 +97,6 @@ def _window_pipeline(v: Any) -> Any:
 #: a window pipeline's spec (errors name its form: ``window_pipeline.sql: ...``)
 WindowPipelineSpec = Annotated[Any, BeforeValidator(_window_pipeline)]
 
-#: the pane columns besides the key and the aggregates
 #: the most hash buckets a stateful plan may have (``spark.bucket_layout`` labels them within a Spark int)
 MAX_BUCKETS = 1024
 
@@ -109,6 +108,7 @@ def buckets_for(partitions: int) -> int:
     return max(1, min(partitions, MAX_BUCKETS))
 
 
+#: the pane columns besides the key and the aggregates
 PANE_COLUMNS = ("window_start", "window_end", "timing", "pane_index", "is_last", "retraction")
 
 
