@@ -79,8 +79,25 @@ def state_meaning(spec: RunSpec, plan: str) -> dict:
     }
 
 
-def _text(value: object) -> str:
+def text(value: object) -> str:
+    """A recorded value as comparable text."""
     return json.dumps(value, sort_keys=True, separators=(", ", ": "), default=str)
+
+
+def change_reason(checkpoint: str, field: str, old: object, new: object, afresh: str) -> str:
+    """Why a run cannot go on from ``checkpoint`` whose ``field`` held ``old``, with ``new``
+    (single-stage and multi-stage checkpoints alike)."""
+    if field == "state_format":
+        return columnar.refusal(checkpoint, old if isinstance(old, str) else None, afresh)
+    if field == "spark.bucket_layout" and old is None:
+        return bucket_layout.numbered_refusal(checkpoint, afresh)
+    if field == "spark.buckets" and isinstance(old, int) and isinstance(new, int):
+        # (unset, the number follows the shuffle partitions: say which number goes on)
+        return bucket_layout.count_refusal(checkpoint, old, new, afresh)
+    return (
+        f"changed since checkpoint {checkpoint} was started ({text(old)} -> {text(new)}): "
+        f"its state holds what the old spec made; {afresh}"
+    )
 
 
 def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | None = None) -> list[FieldError]:
@@ -96,27 +113,9 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
         for field in STATE_FIELDS:
             if field in LAYOUT_FIELDS and old.get("plan") != meaning.get("plan"):
                 continue  # (another plan: ``plan`` says so)
-            if field == "state_format" and old.get(field) != meaning.get(field):
-                errors.append(FieldError(field, columnar.refusal(checkpoint, old.get(field), afresh)))
-            elif field == "spark.bucket_layout" and old.get(field) is None and meaning.get(field) is not None:
-                errors.append(FieldError(field, bucket_layout.numbered_refusal(checkpoint, afresh)))
-            elif (
-                field == "spark.buckets"
-                and None not in (old.get(field), meaning.get(field))
-                and old[field] != meaning[field]
-            ):
-                # (unset, the number follows the shuffle partitions: say which number goes on)
+            if text(old.get(field)) != text(meaning.get(field)):
                 errors.append(
-                    FieldError(field, bucket_layout.count_refusal(checkpoint, old[field], meaning[field], afresh))
-                )
-            elif _text(old.get(field)) != _text(meaning.get(field)):
-                errors.append(
-                    FieldError(
-                        field,
-                        f"changed since checkpoint {checkpoint} was started "
-                        f"({_text(old.get(field))} -> {_text(meaning.get(field))}): "
-                        f"its state holds what the old spec made; {afresh}",
-                    )
+                    FieldError(field, change_reason(checkpoint, field, old.get(field), meaning.get(field), afresh))
                 )
     ended = _read(root / PANES_DIR / "ended.json")
     if ended is not None:
@@ -277,7 +276,7 @@ def _compacted_entries_kept(source: Path, n: int, earlier: list[int]) -> bool:
         return False
     held = [e for e in _log_entries(source / f"{n}{COMPACT}") if e.get("batchId") != n]
     kept = [e for name in names for e in _log_entries(source / name)]
-    return _text(sorted(map(_text, held))) == _text(sorted(map(_text, kept)))
+    return text(sorted(map(text, held))) == text(sorted(map(text, kept)))
 
 
 def _log_entries(path: Path) -> list[dict]:

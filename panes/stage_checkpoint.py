@@ -50,10 +50,6 @@ def stages_meaning(spec: StagesRunSpec, graph: StageGraph | None = None) -> dict
     return out
 
 
-def text(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(", ", ": "), default=str)
-
-
 def saved_meaning(checkpoint: str) -> dict | None:
     path = Path(checkpoint) / ck.PANES_DIR / "state.json"
     if not path.exists():
@@ -71,15 +67,9 @@ def meaning_errors(checkpoint: str, meaning: dict) -> list[FieldError]:
         return []
     afresh = f"start afresh with a new checkpoint directory (or remove {checkpoint})"
     return [
-        FieldError(
-            field,
-            bucket_layout.numbered_refusal(checkpoint, afresh)
-            if field == "spark.bucket_layout" and old.get(field) is None
-            else f"changed since checkpoint {checkpoint} was started ({text(old.get(field))} -> "
-            f"{text(meaning.get(field))}): its state holds what the old spec made; {afresh}",
-        )
+        FieldError(field, ck.change_reason(checkpoint, field, old.get(field), meaning.get(field), afresh))
         for field in dict.fromkeys([*meaning, *old])
-        if text(old.get(field)) != text(meaning.get(field))
+        if ck.text(old.get(field)) != ck.text(meaning.get(field))
     ]
 
 

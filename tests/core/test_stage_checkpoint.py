@@ -121,3 +121,23 @@ def test_a_run_checks_each_input_source_before_spark_starts(tmp_path):
     assert [(e.field, e.reason) for e in errors] == [
         ("inputs.auctions.source.path", f"no such file or directory: {tmp_path / 'nowhere'}")
     ]
+
+
+def test_a_stage_checkpoint_s_buckets_and_their_layout_are_refused_as_a_single_stage_one_s(tmp_path):
+    # one home for a changed field's reason (``checkpoint.change_reason``): the same lines as ``panes run``'s
+    from panes.spec import parse_run_spec
+
+    doc = _doc(tmp_path)
+    path = doc["checkpoint"]
+    meaning = stages_meaning(parse_stages_run_spec(doc))
+    ck.record(path, {k: v for k, v in meaning.items() if k != "spark.bucket_layout"})  # as an older panes wrote it
+    more = {**copy.deepcopy(doc), "spark": {"shuffle_partitions": 4}}
+    single = str(tmp_path / "single")
+    run = {"source": doc["inputs"]["bids"]["source"], "event_time": "ts", "key": ["auction"], "checkpoint": single}
+    run |= {"window": {"tumbling": {"size": "10 s"}}, "aggregates": {"num": {"count": "*"}}, "sink": doc["sink"]}
+    old = {k: v for k, v in ck.state_meaning(parse_run_spec(run), "stateful").items() if k != "spark.bucket_layout"}
+    ck.record(single, old)
+    now = ck.state_meaning(parse_run_spec({**run, "spark": {"shuffle_partitions": 4}}), "stateful")
+    assert [(e.field, e.reason.replace(single, path)) for e in ck.check(single, now, False)] == _errors(more)
+    assert [f for f, _ in _errors(more)] == ["spark.buckets", "spark.bucket_layout"]
+    assert _errors(more)[0][1].startswith(f"checkpoint {path} keeps its state in 2 hash buckets, not 4")
