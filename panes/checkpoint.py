@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from .core.engine import columnar
@@ -100,6 +101,17 @@ def change_reason(checkpoint: str, field: str, old: object, new: object, afresh:
     )
 
 
+def changed_fields(checkpoint: str, old: dict, meaning: dict, fields: Iterable[str]) -> list[FieldError]:
+    """Each of ``fields`` whose recorded value (``old``) differs from ``meaning``'s, with why the run
+    cannot go on (single-stage and multi-stage checkpoints alike). A checkpoint whose state an older
+    layout holds cannot go on with any number of buckets: no line then says which number would."""
+    afresh = f"start afresh with a new checkpoint directory (or remove {checkpoint})"
+    changed = [f for f in fields if text(old.get(f)) != text(meaning.get(f))]
+    if any(f in LAYOUT_FIELDS for f in changed):
+        changed = [f for f in changed if f != "spark.buckets"]
+    return [FieldError(f, change_reason(checkpoint, f, old.get(f), meaning.get(f), afresh)) for f in changed]
+
+
 def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | None = None) -> list[FieldError]:
     """Why a run with a spec of this ``meaning`` cannot go on from ``checkpoint`` (empty: it can).
     ``source``: the spec's; when the input ended and its files are those it ended with, a run may go
@@ -110,13 +122,10 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
     saved = _read(root / PANES_DIR / "state.json")
     if saved is not None:
         old = saved.get("state", {})
-        for field in STATE_FIELDS:
-            if field in LAYOUT_FIELDS and old.get("plan") != meaning.get("plan"):
-                continue  # (another plan: ``plan`` says so)
-            if text(old.get(field)) != text(meaning.get(field)):
-                errors.append(
-                    FieldError(field, change_reason(checkpoint, field, old.get(field), meaning.get(field), afresh))
-                )
+        # (another plan: ``plan`` says so, not the layout of a state it does not keep)
+        same_plan = old.get("plan") == meaning.get("plan")
+        fields = [f for f in STATE_FIELDS if same_plan or f not in LAYOUT_FIELDS]
+        errors += changed_fields(checkpoint, old, meaning, fields)
     ended = _read(root / PANES_DIR / "ended.json")
     if ended is not None:
         if source is None or not nothing_new(ended, source):

@@ -65,12 +65,7 @@ def meaning_errors(checkpoint: str, meaning: dict) -> list[FieldError]:
     old = saved_meaning(checkpoint)
     if old is None:
         return []
-    afresh = f"start afresh with a new checkpoint directory (or remove {checkpoint})"
-    return [
-        FieldError(field, ck.change_reason(checkpoint, field, old.get(field), meaning.get(field), afresh))
-        for field in dict.fromkeys([*meaning, *old])
-        if ck.text(old.get(field)) != ck.text(meaning.get(field))
-    ]
+    return ck.changed_fields(checkpoint, old, meaning, dict.fromkeys([*meaning, *old]))
 
 
 def input_files(spec: StagesRunSpec) -> dict[str, list | None]:

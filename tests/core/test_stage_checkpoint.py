@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
+
 from panes import checkpoint as ck
 from panes.stage_checkpoint import checkpoint_errors, finished, mark_ended, run_errors, stages_meaning
 from panes.stage_spec import parse_stages_run_spec
@@ -123,21 +125,28 @@ def test_a_run_checks_each_input_source_before_spark_starts(tmp_path):
     ]
 
 
-def test_a_stage_checkpoint_s_buckets_and_their_layout_are_refused_as_a_single_stage_one_s(tmp_path):
-    # one home for a changed field's reason (``checkpoint.change_reason``): the same lines as ``panes run``'s
+@pytest.mark.parametrize("older_layout, fields", [(True, ["spark.bucket_layout"]), (False, ["spark.buckets"])])
+def test_a_stage_checkpoint_s_buckets_and_their_layout_are_refused_as_a_single_stage_one_s(
+    tmp_path, older_layout, fields
+):
+    # one home for a changed field's reason (``checkpoint.changed_fields``): the same lines as ``panes run``'s.
+    # Run with 4 shuffle partitions (so 4 buckets) on a checkpoint that kept 2: a checkpoint of an older
+    # layout cannot go on with any number, so no line says which one would; else the line names the 2.
     from panes.spec import parse_run_spec
 
+    drop = "spark.bucket_layout" if older_layout else None
     doc = _doc(tmp_path)
     path = doc["checkpoint"]
     meaning = stages_meaning(parse_stages_run_spec(doc))
-    ck.record(path, {k: v for k, v in meaning.items() if k != "spark.bucket_layout"})  # as an older panes wrote it
+    ck.record(path, {k: v for k, v in meaning.items() if k != drop})
     more = {**copy.deepcopy(doc), "spark": {"shuffle_partitions": 4}}
     single = str(tmp_path / "single")
     run = {"source": doc["inputs"]["bids"]["source"], "event_time": "ts", "key": ["auction"], "checkpoint": single}
     run |= {"window": {"tumbling": {"size": "10 s"}}, "aggregates": {"num": {"count": "*"}}, "sink": doc["sink"]}
-    old = {k: v for k, v in ck.state_meaning(parse_run_spec(run), "stateful").items() if k != "spark.bucket_layout"}
+    old = {k: v for k, v in ck.state_meaning(parse_run_spec(run), "stateful").items() if k != drop}
     ck.record(single, old)
     now = ck.state_meaning(parse_run_spec({**run, "spark": {"shuffle_partitions": 4}}), "stateful")
     assert [(e.field, e.reason.replace(single, path)) for e in ck.check(single, now, False)] == _errors(more)
-    assert [f for f, _ in _errors(more)] == ["spark.buckets", "spark.bucket_layout"]
-    assert _errors(more)[0][1].startswith(f"checkpoint {path} keeps its state in 2 hash buckets, not 4")
+    assert [f for f, _ in _errors(more)] == fields
+    start = "numbers its hash buckets 0..n-1" if older_layout else "keeps its state in 2 hash buckets, not 4"
+    assert _errors(more)[0][1].startswith(f"checkpoint {path} {start}")
