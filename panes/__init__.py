@@ -189,7 +189,6 @@ def window(
     native Spark (``auto`` when the pipeline allows it) or the stateful engine (``"stateful"``:
     also gives ``result.panes`` as a streaming DataFrame). ``buckets``: hash buckets of the key on
     the engine's plans, fixed for a checkpoint (None: one per shuffle partition of the session)."""
-    from .spark.bucket_layout import default_buckets
     from .spark.planner import window_batch, window_stream
     from .spark.session import plan_building
     from .stage_spec import is_stages_document
@@ -204,8 +203,6 @@ def window(
         frames = df if isinstance(df, dict) else {graph.input_names[0]: df}
         return stages(frames, graph, buckets=buckets)
     p = pipeline(spec)
-    if buckets is None:
-        buckets = default_buckets(df.sparkSession)
     with plan_building():
         if df.isStreaming:
             return window_stream(df, p, buckets=buckets, plan=plan)

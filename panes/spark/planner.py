@@ -26,7 +26,7 @@ from ..core.rules import Reason
 from ..core.time import END_OF_INPUT, MIN_TIME
 from ..core.triggers import Never
 from . import metrics
-from .bucket_layout import bucket_column, every_bucket
+from .bucket_layout import bucket_column, default_buckets, every_bucket
 from .columns import (
     BUCKET,
     CLOCK,
@@ -265,7 +265,7 @@ PLANS = ("auto", "native", "stateful")
 def window_stream(
     df: DataFrame,
     p: Pipeline,
-    buckets: int = 8,
+    buckets: int | None = 8,
     scripted_clock: bool = False,
     ingestion: Column | None = None,
     control_wm: str | None = None,
@@ -273,8 +273,9 @@ def window_stream(
     plan: str = "auto",
 ) -> WindowedResult:
     """The streaming plan: native when the pipeline allows it (``plan="auto"``), else stateful.
-    ``heartbeat`` (default: when the pipeline needs processing time) adds the clock stream to the
-    stateful plan; it cannot be combined with an ``availableNow`` trigger."""
+    ``buckets``: the stateful plan's (None: one per shuffle partition of the session). ``heartbeat``
+    (default: when the pipeline needs processing time) adds the clock stream to the stateful plan;
+    it cannot be combined with an ``availableNow`` trigger."""
     if plan not in PLANS:
         raise ValueError(f"plan must be one of {PLANS}, not {plan!r}")
     why = stream_unsupported(p)
@@ -283,6 +284,7 @@ def window_stream(
     if plan in ("auto", "native") and why is None:
         return _native_stream(df, p, ingestion, control_wm)
     check_stateful_client(df.sparkSession)
+    buckets = resolved_buckets(df, buckets)
     if heartbeat is None:
         heartbeat = needs_clock(p) and not scripted_clock
     if heartbeat:
@@ -367,14 +369,15 @@ def _stateful_stream(
 # -- batch -----------------------------------------------------------------------------------------------
 
 
-def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> BoundedResult:
-    """The final answer for bounded input: every valid record counted, one pane per window."""
+def window_batch(df: DataFrame, p: Pipeline, buckets: int | None = 8) -> BoundedResult:
+    """The final answer for bounded input: every valid record counted, one pane per window.
+    ``buckets``: the engine's, where it runs (None: one per shuffle partition of the session)."""
     schema = df.schema
     record_columns = [c for c in schema.fieldNames() if not c.startswith("__panes")]
     native = native_batch_supported(p)
     ingestion = None if p.event_time else F.unix_millis(F.current_timestamp())
     if p.window_pipeline is not None:
-        return _window_pipeline_batch(df, p, buckets, ingestion)
+        return _window_pipeline_batch(df, p, resolved_buckets(df, buckets), ingestion)
     if native:
         # one native step from an empty state, then the end of the input
         step = batch_step(_final_answer(p), schema, record_columns)
@@ -390,13 +393,19 @@ def window_batch(df: DataFrame, p: Pipeline, buckets: int = 8) -> BoundedResult:
 
         return BoundedResult(explain_plan(p, "batch"), panes, dead_letters)
     check_bounded(df.sparkSession)  # (Spark Connect: panes must import in the server's pandas workers)
-    prepared = prepare(df, p, buckets, ingestion=ingestion, watermark=False)
+    prepared = prepare(df, p, resolved_buckets(df, buckets), ingestion=ingestion, watermark=False)
     dead = _invalid_letters(prepared, record_columns, schema)
     good = prepared.filter(F.col(INVALID).isNull() & F.col(PUNCT).isNull() & F.col(CLOCK).isNull())
     for c in numeric_string_columns(schema, p):
         good = good.withColumn(c, F.col(NUM + c))
     panes = _engine_batch(good, p, schema, record_columns)
     return BoundedResult(explain_plan(p, "batch"), panes, dead)
+
+
+def resolved_buckets(df: DataFrame, buckets: int | None) -> int:
+    """``buckets``, or one per shuffle partition of ``df``'s session (read only for a plan that keeps
+    buckets: a JVM round trip)."""
+    return default_buckets(df.sparkSession) if buckets is None else buckets
 
 
 def _window_pipeline_batch(df: DataFrame, p: Pipeline, buckets: int, ingestion: Column | None) -> BoundedResult:

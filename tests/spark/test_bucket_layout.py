@@ -4,6 +4,7 @@ panes, is refused before its query starts."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -161,3 +162,20 @@ def test_the_api_without_buckets_has_one_per_shuffle_partition_of_the_session(sp
     src.mkdir()
     assert _stream(spark, src, None).buckets == partitions
     assert _stream(spark, src, 3).buckets == 3
+
+
+@pytest.mark.spark
+def test_a_native_plan_does_not_ask_the_session_for_buckets_it_does_not_keep(spark, tmp_path):
+    from tests.spark.jvm_calls import round_trips
+
+    df = spark.readStream.schema("k STRING, v LONG, t LONG").json(str(tmp_path))
+    results = []
+
+    def build(buckets):
+        results.append(panes.window(df, PIPELINE, buckets=buckets))
+
+    calls = {}
+    for buckets in (None, 3, None, 3):  # (the second round: after what the first one cached)
+        calls[buckets] = round_trips(functools.partial(build, buckets))
+    assert all(r.plan.startswith("stream: native") for r in results)
+    assert calls[None] == calls[3]
