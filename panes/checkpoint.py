@@ -101,11 +101,16 @@ def change_reason(checkpoint: str, field: str, old: object, new: object, afresh:
     )
 
 
+def start_afresh(checkpoint: str) -> str:
+    """What a run refused a checkpoint can do."""
+    return f"start afresh with a new checkpoint directory (or remove {checkpoint})"
+
+
 def changed_fields(checkpoint: str, old: dict, meaning: dict, fields: Iterable[str]) -> list[FieldError]:
     """Each of ``fields`` whose recorded value (``old``) differs from ``meaning``'s, with why the run
     cannot go on (single-stage and multi-stage checkpoints alike). A checkpoint whose state an older
     layout holds cannot go on with any number of buckets: no line then says which number would."""
-    afresh = f"start afresh with a new checkpoint directory (or remove {checkpoint})"
+    afresh = start_afresh(checkpoint)
     changed = [f for f in fields if text(old.get(f)) != text(meaning.get(f))]
     if any(f in LAYOUT_FIELDS for f in changed):
         changed = [f for f in changed if f != "spark.buckets"]
@@ -117,7 +122,7 @@ def check(checkpoint: str, meaning: dict, end_input: bool, source: SourceSpec | 
     ``source``: the spec's; when the input ended and its files are those it ended with, a run may go
     on (``finished``: it has nothing to do)."""
     root = Path(checkpoint)
-    afresh = f"start afresh with a new checkpoint directory (or remove {checkpoint})"
+    afresh = start_afresh(checkpoint)
     errors = []
     saved = _read(root / PANES_DIR / "state.json")
     if saved is not None:

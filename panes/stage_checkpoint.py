@@ -100,7 +100,7 @@ def checkpoint_errors(spec: StagesRunSpec, end_input: bool) -> list[FieldError]:
         return []
     cp = spec.checkpoint
     errors = meaning_errors(cp, stages_meaning(spec))
-    afresh = f"start afresh with a new checkpoint directory (or remove {cp})"
+    afresh = ck.start_afresh(cp)
     done = ended(cp)
     if done is not None and not finished(spec):
         errors.append(
