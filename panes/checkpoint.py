@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .core.engine import columnar
 from .core.engine.columnar import FORMAT as STATE_FORMAT
+from .core.engine.columnar import start_afresh
 from .preflight import FILE_FORMATS, local_path
 from .spark import bucket_layout
 from .spec import FieldError, RunSpec, SourceSpec
@@ -99,11 +100,6 @@ def change_reason(checkpoint: str, field: str, old: object, new: object, afresh:
         f"changed since checkpoint {checkpoint} was started ({text(old)} -> {text(new)}): "
         f"its state holds what the old spec made; {afresh}"
     )
-
-
-def start_afresh(checkpoint: str) -> str:
-    """What a run refused a checkpoint can do."""
-    return f"start afresh with a new checkpoint directory (or remove {checkpoint})"
 
 
 def changed_fields(checkpoint: str, old: dict, meaning: dict, fields: Iterable[str]) -> list[FieldError]:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from . import checkpoint as ck
+from .core.engine.columnar import start_afresh
 from .core.stages import StageGraph
 from .preflight import check_outputs, check_source
 from .spark import bucket_layout
@@ -100,7 +101,7 @@ def checkpoint_errors(spec: StagesRunSpec, end_input: bool) -> list[FieldError]:
         return []
     cp = spec.checkpoint
     errors = meaning_errors(cp, stages_meaning(spec))
-    afresh = ck.start_afresh(cp)
+    afresh = start_afresh(cp)
     done = ended(cp)
     if done is not None and not finished(spec):
         errors.append(

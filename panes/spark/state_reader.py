@@ -110,7 +110,7 @@ def layout_refusal(spark: Any, checkpoint: str, buckets: int) -> str | None:
         return None
     if not stored:
         return None
-    afresh = f"start afresh with a new checkpoint directory (or remove {checkpoint})"
+    afresh = columnar.start_afresh(checkpoint)
     if not columnar.in_this_layout(stored[0][0]):
         return columnar.refusal(checkpoint, None, afresh)
     return bucket_layout.refusal(checkpoint, stored[0][1], buckets, afresh)

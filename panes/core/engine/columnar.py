@@ -46,6 +46,11 @@ def in_this_layout(blob: bytes) -> bool:
     return bytes(blob[: len(MAGIC)]) == MAGIC
 
 
+def start_afresh(checkpoint: str) -> str:
+    """What a run refused ``checkpoint`` can do (every refusal of a checkpoint ends with it)."""
+    return f"start afresh with a new checkpoint directory (or remove {checkpoint})"
+
+
 def refusal(checkpoint: str, held: str | None, afresh: str) -> str:
     """Why a checkpoint whose state another layout holds (``held``; None: pickled) cannot be read."""
     held = held or "pickled, as panes before the columnar layout wrote it"

@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ...core import rules
+from ...core.engine.columnar import start_afresh
 from ...core.stages import Stage, StageGraph
 from ...core.stages.accounts import GraphAccounting
 from ...core.time import END_OF_INPUT, MIN_TIME
@@ -135,8 +136,8 @@ class StagesStream:
         labels = pq.read_table(str(files[0]), columns=[BUCKET]).column(0).to_pylist() if files else []
         if not labels:
             return None
-        afresh = f"start afresh with a new checkpoint directory (or remove {self.root.parent})"
-        return bucket_layout.refusal(str(self.root.parent), labels[0], self.buckets, afresh)
+        checkpoint = str(self.root.parent)
+        return bucket_layout.refusal(checkpoint, labels[0], self.buckets, start_afresh(checkpoint))
 
     def before(self, batch_id: int) -> tuple[Watermarks, int | None]:
         prior = [v for v in self.versions() if v < batch_id]
