@@ -107,12 +107,12 @@ class NullPanesProcessor(StateProcessor):
 
     def _count_row(self, rows: int) -> pd.DataFrame:
         from panes.core.engine.parts import PHASES
-        from panes.spark.stateful import COUNT_COLUMNS, KIND, ORDER, OUTPUT_ROWS, PHASE
+        from panes.spark.stateful import KIND, ORDER, PHASE
+        from panes.spark.stateful_counts import COUNTS, as_json
 
         # (as ``BucketProcessor._summary`` writes it: after the last phase)
         row: dict = {c: [None] for c in self.columns}
-        row.update({KIND: ["C"], PHASE: [PHASES], ORDER: [1], COUNT_COLUMNS[0]: [rows], COUNT_COLUMNS[1]: [0]})
-        row.update({OUTPUT_ROWS[0]: [0], OUTPUT_ROWS[1]: [0]})
+        row.update({KIND: ["C"], PHASE: [PHASES], ORDER: [1], COUNTS: [as_json({"records_in": rows, "counted": rows})]})
         return pd.DataFrame(row)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:

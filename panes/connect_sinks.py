@@ -78,15 +78,22 @@ class ConnectSinks:
     dead_sink: SinkSpec
     where: str  # the directory the callbacks write under (the server's path)
 
-    def callbacks(self):
+    def callbacks(self, with_counts: bool = False) -> tuple:
+        """``on_panes`` and ``on_dead_letters``; ``with_counts``: and the stateful plan's
+        ``on_counts``, whose counts ``on_panes`` writes with its own (called after it, every
+        micro-batch)."""
         sink, dead_sink, where = self.sink, self.dead_sink, self.where
+        counted: dict[int, dict] = {}  # (pickled with the callbacks: one copy on the server)
+
+        def on_counts(counts: dict, batch_id: int) -> None:
+            counted[batch_id] = counts
 
         def on_panes(df, batch_id: int) -> None:
             df = df.cache()
             n = df.count()
             if n:
                 _deliver(df, sink, batch_id, f"{where}/panes")
-            _count(df.sparkSession, where, batch_id, "panes", {"panes": n})
+            _count(df.sparkSession, where, batch_id, "panes", {**counted.pop(batch_id, {}), "panes": n})
             df.unpersist()
 
         def on_dead_letters(df, batch_id: int) -> None:
@@ -97,14 +104,16 @@ class ConnectSinks:
             _count(df.sparkSession, where, batch_id, "dead", reasons)
             df.unpersist()
 
-        return on_panes, on_dead_letters
+        return (on_panes, on_dead_letters, on_counts) if with_counts else (on_panes, on_dead_letters)
 
     def received(self, spark, batch_id: int) -> dict:
         """What the callbacks of micro-batch ``batch_id`` received (``{"panes": n, "reasons":
-        Counter}``); their printed sinks' rows printed here."""
+        Counter}``, and the stateful plan's ``"counts"``); their printed sinks' rows printed here."""
         got: dict = {"panes": 0, "reasons": Counter()}
         for r in _read(spark, "json", f"{self.where}/{COUNTS}/batch={batch_id}"):
-            if r["kind"] == "panes":
+            if r["kind"] == "panes" and r["name"] != "panes":
+                got.setdefault("counts", {})[r["name"]] = int(r["n"])
+            elif r["kind"] == "panes":
                 got["panes"] = int(r["n"])
             elif r["n"]:
                 got["reasons"][r["name"]] = int(r["n"])

@@ -8,8 +8,9 @@ which the checkpoint takes no more data. Before it reads anything, a run checks 
 checkpoint's state means what its spec says.
 
 Progress comes from a ``StreamingQueryListener`` (``panes.spark.progress``): each micro-batch's counts
-are the plan's observed metrics (``StreamingQueryProgress.observedMetrics``: ``panes.spark.metrics``)
-and what the sinks received.
+are the stateful plan's processor's (``write_stream``'s ``on_counts``: ``panes.spark.stateful_counts``)
+or the native plan's observed metrics (``StreamingQueryProgress.observedMetrics``:
+``panes.spark.metrics``), and what the sinks received.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from .spark.columns import SPARK_END_MS
 from .spark.connect import check_stream
 from .spark.planner import window_batch, window_stream
 from .spark.progress import ProgressListener
-from .spark.results import NativeStreamResult
+from .spark.results import NativeStreamResult, StatefulStreamResult
 from .spark.session import get_spark, is_connect
 from .spec import FieldError, RunSpec, SinkSpec, SpecError, dead_letter_sink
 
@@ -130,7 +131,7 @@ def _run_batch(spark, spec: RunSpec, report: Report) -> dict:
         write_batch(dead, dead_letter_sink(spec.sink, spec.dead_letter), title="dead letters")
     counts = {"panes": n_panes, "dead_letters": n_dead, "batches": 1}
     if report.enabled or report.path:  # (one more pass over the input: only to print it)
-        totals = batch_accounting({metrics.INPUT: metrics.bounded_counts(df, pipe)}, reasons)
+        totals = batch_accounting(metrics.bounded_counts(df, pipe), reasons)
         counts.update(totals.as_dict())
         report.line(f"[green]done[/green]: {n_panes} panes, {n_dead} dead letters; {totals.summary()}")
         row = BatchRow(0, int(started * 1000), time.time() - started, totals, n_panes, None)
@@ -253,9 +254,13 @@ class StreamRun:
             trigger = {"availableNow": True}
         elif self.spec.spark.trigger_interval:
             trigger = {"processingTime": f"{self.spec.spark.trigger_interval} milliseconds"}
-        on_panes, on_dead_letters = (
-            self.connect_sinks.callbacks() if self.connect_sinks else (self._on_panes, self._on_dead_letters)
-        )
+        stateful = isinstance(self.result, StatefulStreamResult)
+        if self.connect_sinks:
+            on_panes, on_dead_letters, *on_counts = self.connect_sinks.callbacks(with_counts=stateful)
+        else:
+            on_panes, on_dead_letters, on_counts = self._on_panes, self._on_dead_letters, [self._on_counts]
+        if stateful:  # (the stateful plan's processor counts: the native plan's counts are observed)
+            trigger["on_counts"] = on_counts[0]
         return self.result.write_stream(
             on_panes, on_dead_letters, self.checkpoint, query_name=self.spec.name or "panes", **trigger
         )
@@ -333,6 +338,9 @@ class StreamRun:
             n = int(self._write(panes, self.spec.sink, batch_id, [F.count(F.lit(1)).alias("n")], "panes")["n"])
         self.received.setdefault(batch_id, {"panes": 0, "reasons": Counter()})["panes"] = n
 
+    def _on_counts(self, counts: dict, batch_id: int) -> None:
+        self.received.setdefault(batch_id, {"panes": 0, "reasons": Counter()})["counts"] = counts
+
     def _on_dead_letters(self, dead, batch_id: int) -> None:
         per_reason = [F.count_if(F.col("reason") == F.lit(r.value)).alias(r.value) for r in Reason]
         counted = self._write(dead, self.dead_sink, batch_id, per_reason, "dead letters")
@@ -383,7 +391,6 @@ class StreamRun:
     def _progress(self, p) -> None:
         self.last_batch = p.batchId
         observed = {name: row.asDict() for name, row in (p.observedMetrics or {}).items()}
-        self._unit_warning(observed.get(metrics.INPUT) or {})
         wm = (p.eventTime or {}).get("watermark")
         started = parse_instant(p.timestamp) if p.timestamp else None
         self._account(p.batchId, observed, (p.durationMs or {}).get("triggerExecution", 0), wm, started)
@@ -397,7 +404,10 @@ class StreamRun:
             if self.connect_sinks
             else self.received.pop(batch_id, {"panes": 0, "reasons": Counter()})
         )
-        counts = batch_accounting(observed, got["reasons"])
+        # (the stateful plan's processor counts; the native plan's counts are Spark's observed metrics)
+        given = got.get("counts") or observed.get(metrics.INPUT) or {}
+        self._unit_warning(given)
+        counts = batch_accounting(given, got["reasons"])
         self.totals.add(counts)
         self.batches += 1
         self.panes += got["panes"]
@@ -466,17 +476,17 @@ class StreamRun:
         )
 
 
-def batch_accounting(observed: dict[str, dict], reasons: Counter) -> Accounting:
-    """A micro-batch's account: the plan's observed metrics (``panes.spark.metrics``: INPUT, and
-    OUTPUT on the stateful plan) and the dead letters' reasons as the sink received them. On the
-    native plan, the records counted are those in a window less the late ones."""
-    given, engine = observed.get(metrics.INPUT) or {}, observed.get(metrics.OUTPUT)
+def batch_accounting(given: dict, reasons: Counter) -> Accounting:
+    """A micro-batch's account: panes' counts (the stateful plan's processor's,
+    ``panes.spark.stateful_counts``, or the native plan's observed metrics, ``panes.spark.metrics``)
+    and the dead letters' reasons as the sink received them. On the native plan, the records
+    counted are those in a window less the late ones."""
     out = Accounting(
         records_in=int(given.get("records_in") or 0), watermark_records=int(given.get("watermark_records") or 0)
     )
     out.reasons.update({str(r): int(n) for r, n in reasons.items()})
-    if engine is not None:
-        out.counted, out.in_no_window = int(engine["counted"] or 0), int(engine["in_no_window"] or 0)
+    if "in_window" not in given:  # (the engine counted them)
+        out.counted, out.in_no_window = int(given.get("counted") or 0), int(given.get("in_no_window") or 0)
     else:
         out.counted = int(given.get("in_window") or 0) - out.reasons["late"]
         out.in_no_window = int(given.get("in_no_window") or 0)

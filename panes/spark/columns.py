@@ -34,6 +34,8 @@ MALFORMED = "__panes_malformed"  # set by a reader that could not make a record 
 #: the line a file reader could not read whole into the schema (Spark's corrupt-record column), as
 #: read: not a JSON object (malformed), or a value that does not fit its column's type
 RAW = "__panes_raw"
+#: a string event-time column's digits as numbers (``metrics.numeric_event_time``), for the unit warning
+EVENT_TIME_NUMBER = "__panes_event_time_number"
 NUM = "__panes_num_"  # prefix: a numeric copy of a string column a numeric aggregate reads
 
 #: Spark's watermark at or past this means "the input has ended" (+infinity): no event time
@@ -49,6 +51,11 @@ class Check:
     ok: Column
     reason: Reason
     detail: str | Column
+
+
+def punctuation_records(schema: ST.StructType, p: Pipeline) -> bool:
+    """Whether the input can hold punctuation records (a watermark in their punctuation column)."""
+    return p.watermark.punctuation and p.watermark.punctuation_column in schema.fieldNames()
 
 
 def event_time_ms(df: DataFrame | ST.StructType, column: str, unit: str = "ms") -> tuple[Column, list[Check]]:

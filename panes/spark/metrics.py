@@ -1,20 +1,17 @@
-"""panes' counts as Spark observed metrics: every micro-batch's ``StreamingQueryProgress.observedMetrics``
-holds them, so Spark's listeners, UI and monitoring see them (``panes.core.accounting`` says what
-they add up to).
+"""panes' counts on the native plan as Spark observed metrics: every micro-batch's
+``StreamingQueryProgress.observedMetrics["panes"]`` (``INPUT``) holds them, so Spark's listeners, UI
+and monitoring see them (``panes.core.accounting`` says what they add up to). The stateful plan's
+processor counts them itself (``stateful_counts``: the same names).
 
-- ``INPUT`` (both plans), on the stream's prepared rows: ``records_in`` (the records read, not
-  panes' control rows), ``watermark_records``, the records each check refused (one count per
-  reason: ``malformed``, ``invalid_event_time``...), the least and greatest numeric event time
-  (``event_time_min``/``_max``: a run warns when they look like another unit); on the native plan
-  also ``in_window`` and ``in_no_window`` (valid records with a window, and in a hopping gap).
-- ``OUTPUT`` (stateful plan), on the processor's output: ``counted`` and ``in_no_window`` as the
-  engine counted them (its count rows), ``certain_panes`` and ``undecided_empty_panes``
-  (``output_counts``), and one count per reason the engine gives (``late``, ``window_closed``,
-  ``window_pipeline_failed``: ``ENGINE_REASONS``).
+``INPUT``, on the stream's prepared rows: ``records_in`` (the records read, not panes' control
+rows), ``watermark_records``, the records each check refused (one count per reason: ``malformed``,
+``invalid_event_time``...), the least and greatest numeric event time (``event_time_min``/``_max``:
+a run warns when they look like another unit), ``in_window`` and ``in_no_window`` (valid records
+with a window, and in a hopping gap).
 
-On the native plan lateness is decided per micro-batch inside ``foreachBatch``, where Spark collects
-no observed metrics: its records counted are ``in_window`` less the late dead letters its sink
-received (``panes.runner``). So is a SQL window pipeline's failure (its query runs there): its
+Lateness is decided per micro-batch inside ``foreachBatch``, where Spark collects no observed
+metrics: the records counted are ``in_window`` less the late dead letters the sink received
+(``panes.runner``). So is a SQL window pipeline's failure (its query runs there): its
 ``window_pipeline_failed`` dead letters are those its sink received.
 """
 
@@ -29,12 +26,8 @@ from ..core.rules import VALIDATION_ORDER, Reason
 from .columns import CLOCK, INVALID, PUNCT, TS
 
 INPUT = "panes"
-OUTPUT = "panes_output"
 #: the reasons a record's own checks give (late is decided against the watermark, later)
 RECORD_REASONS = tuple(r.value for r in VALIDATION_ORDER if r is not Reason.LATE)
-#: the reasons the engine gives on the stateful plan (against the watermark, a trigger, a window's
-#: pipeline): counted in its output
-ENGINE_REASONS = tuple(r.value for r in Reason if r.value not in RECORD_REASONS)
 #: the first Spark whose progress counts a micro-batch's observed metrics once, however many jobs
 #: ``foreachBatch`` runs over the micro-batch
 OBSERVED_ONCE_FROM = (4, 3)
@@ -81,27 +74,6 @@ def numeric_event_time(schema: ST.StructType, column: str | None) -> Column | No
         s = F.trim(c)
         return F.when(s.rlike(r"^-?[0-9]+$"), s.try_cast("double"))
     return None
-
-
-def output_counts(kind: str, reason: str, counted: str, in_no_window: str, provisional: str) -> list[Column]:
-    """The ``OUTPUT`` metrics of the stateful plan's output (the columns of its kind of row, a dead
-    letter's reason, the engine's counts on its count rows, a pane's ``Pane.provisional``).
-    ``certain_panes``: the pane rows written whatever the driver decides. An empty pane whose
-    timing hangs on other buckets' holds, and in retracting mode the retractions in front of it,
-    are written only if the driver decides it ON_TIME (an empty LATE pane is not emitted):
-    ``undecided_empty_panes`` (``Pane.provisional`` 2 and 3). The driver decides inside
-    ``foreachBatch``, after Spark observed the micro-batch (an observation made there is not in the
-    progress), so no metric here is the pane rows written: those are ``certain_panes`` and the
-    undecided ones decided ON_TIME, what the sinks receive (``panes run`` counts them so)."""
-    pane = F.col(kind) == F.lit("P")
-    undecided = pane & (F.coalesce(F.col(provisional), F.lit(0)) >= 2)
-    return [
-        F.coalesce(F.sum(counted), F.lit(0)).alias("counted"),
-        F.coalesce(F.sum(in_no_window), F.lit(0)).alias("in_no_window"),
-        F.count_if(pane & ~undecided).alias("certain_panes"),
-        F.count_if(undecided).alias("undecided_empty_panes"),
-        *[F.count_if((F.col(kind) == F.lit("D")) & (F.col(reason) == F.lit(r))).alias(r) for r in ENGINE_REASONS],
-    ]
 
 
 def bounded_counts(df: DataFrame, p: Pipeline) -> dict:

@@ -32,6 +32,7 @@ from .columns import (
     CLOCK,
     DEAD_LETTER_SCHEMA,
     DETAIL,
+    EVENT_TIME_NUMBER,
     INVALID,
     NUM,
     PUNCT,
@@ -42,6 +43,7 @@ from .columns import (
     event_time_ms,
     numeric_string_columns,
     pane_schema,
+    punctuation_records,
     reason_detail,
     record_json,
     valid,
@@ -55,14 +57,13 @@ from .native.step import NativeStep, batch_step
 from .native.windows import window_plan, window_reads
 from .results import BoundedResult, NativeStreamResult, StatefulStreamResult, WindowedResult
 from .stateful import (
-    COUNT_COLUMNS,
     KIND,
-    PROVISIONAL,
     BucketProcessor,
     dead_letters_of,
     output_schema,
     restore_integers,
 )
+from .stateful_counts import event_time_numbers
 from .window_pipeline import (
     FIXED_WINDOWS,
     assigned_rows,
@@ -207,7 +208,7 @@ def _punctuations(schema: ST.StructType, p: Pipeline, control_wm: str | None) ->
     puncts = []
     if control_wm is not None:
         puncts.append(F.col(control_wm).cast("long"))
-    if not (p.watermark.punctuation and punct_col in schema.fieldNames()):
+    if not punctuation_records(schema, p):
         return puncts, []
     # a punctuation record: a value in the punctuation column; one that is no time (or out of
     # the event-time range, where +infinity would end the input) is a dead letter
@@ -336,15 +337,16 @@ def _stateful_stream(
     """The stateful plan's output: panes and dead letters of every bucket (``stateful``)."""
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
     prepared = prepare(df, p, buckets, ingestion=ingestion, control_wm=control_wm)
-    prepared = prepared.observe(
-        metrics.INPUT, *metrics.input_counts(control_wm, metrics.numeric_event_time(df.schema, p.event_time), None)
-    )
+    # (the processor counts what it reads, no Spark observation: ``stateful_counts``)
+    event_time_number, numbers = event_time_numbers(df.schema, p.event_time)
+    if numbers is not None:
+        prepared = prepared.withColumn(EVENT_TIME_NUMBER, numbers)
     delay_ms = 0 if p.watermark.punctuation else p.watermark.max_delay
     prepared = prepared.withWatermark(WMARK, f"{delay_ms} milliseconds")
-    # drop punctuation rows (they only move the watermark); mention WMARK so the filter stays above
-    # the watermark node
-    prepared = prepared.filter(F.col(PUNCT).isNull() | F.col(WMARK).isNull())
-    keep = [c for c in prepared.columns if c not in (WMARK, PUNCT)]
+    # punctuation and control rows go on to the processor, which counts them (they only move the
+    # watermark); without them the punctuation column holds nothing
+    punctuated = control_wm is not None or punctuation_records(df.schema, p)
+    keep = [c for c in prepared.columns if c != WMARK and (c != PUNCT or punctuated)]
     # Python-side rows are namedtuple-like: names that are not plain identifiers (or start with
     # '_') get renamed on the way. Send positional names and map them back in the processor.
     prepared = prepared.select(*[F.col(f"`{c}`").alias(f"c{i}") for i, c in enumerate(keep)])
@@ -354,8 +356,9 @@ def _stateful_stream(
     out_schema = output_schema(p, schema)
     integral = tuple(f.name for f in schema.fields if isinstance(f.dataType, ST.IntegralType))
     integral_out = tuple(f.name for f in pane_schema(p, schema).fields if isinstance(f.dataType, ST.IntegralType))
+    reads = (control_wm, event_time_number)  # (what the processor counts: ``stateful_counts``)
     processor = BucketProcessor(
-        engine_pipeline(p), record_columns, out_schema.fieldNames(), scripted_clock, keep, integral, integral_out
+        engine_pipeline(p), record_columns, out_schema.fieldNames(), scripted_clock, keep, integral, integral_out, reads
     )
     combined = prepared.groupBy(bucket_alias).transformWithStateInPandas(
         statefulProcessor=DeferredProcessor(processor),
@@ -363,7 +366,7 @@ def _stateful_stream(
         outputMode="Append",
         timeMode="EventTime",
     )
-    return combined.observe(metrics.OUTPUT, *metrics.output_counts(KIND, "dl_reason", *COUNT_COLUMNS, PROVISIONAL))
+    return combined
 
 
 # -- batch -----------------------------------------------------------------------------------------------

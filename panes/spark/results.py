@@ -11,16 +11,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ..core.engine.columnar import StateFormatError
 from ..core.pipeline import Pipeline
 from .connect import check_stream, is_connect, local_checkpoint_refusal
-from .metrics import counted_per_read
+from .metrics import INPUT, counted_per_read
 from .session import plan_building
 from .state_reader import layout_refusal
 from .stateful import dead_letters_of, panes_of
-from .stateful_batch import StatefulBatches
+from .stateful_batch import CountsCallback, StatefulBatches
+from .stateful_counts import COUNTS, observed
 from .window_pipeline import is_sql
 
 if TYPE_CHECKING:
@@ -59,7 +61,9 @@ class WindowedResult:
         """Start one streaming query that hands each micro-batch's panes and dead letters to the
         two callbacks ``f(df, batch_id)`` (the dead letters only for a micro-batch that has some).
         ``trigger`` is passed to ``DataStreamWriter.trigger``. ``ordered`` (native plan): the
-        panes carry the engine's emission order (for replays)."""
+        panes carry the engine's emission order (for replays). panes' counts: on the native plan
+        in Spark's progress (``observedMetrics["panes"]``), on the stateful plan handed to its
+        ``on_counts``."""
         raise ValueError("write_stream is for streaming input; write .panes and .dead_letters directly")
 
     def no_panes(self, panes: DataFrame) -> bool:
@@ -217,15 +221,22 @@ class StatefulStreamResult(WindowedResult):
             )
         if self._panes is None:
             with plan_building():
-                self._panes = panes_of(self.combined, self.pipeline, self.input_schema)
+                self._panes = panes_of(self.observed(), self.pipeline, self.input_schema)
         return self._panes
 
     @property
     def dead_letters(self) -> DataFrame:
         if self._dead_letters is None:
             with plan_building():
-                self._dead_letters = dead_letters_of(self.combined)
+                self._dead_letters = dead_letters_of(self.observed())
         return self._dead_letters
+
+    def observed(self) -> DataFrame:
+        """The processor's output with panes' counts as Spark observed metrics
+        (``observedMetrics["panes"]``, ``stateful_counts``): a query the user writes from ``panes``
+        or ``dead_letters`` shows them in its progress. (``write_stream`` hands them to its
+        ``on_counts``, without an observation.)"""
+        return self.combined.observe(INPUT, *observed(F.col(COUNTS)))
 
     def no_panes(self, panes: DataFrame) -> bool:
         return self.batches is not None and self.batches.is_no_panes(panes)
@@ -240,16 +251,18 @@ class StatefulStreamResult(WindowedResult):
         checkpoint: str,
         query_name: str | None = None,
         ordered: bool = False,
+        on_counts: CountsCallback | None = None,
         **trigger: Any,
     ) -> StreamingQuery:
         """See ``WindowedResult.write_stream`` (and ``stateful_batch``: a micro-batch's callbacks
-        get only what there is)."""
+        get only what there is). ``on_counts(counts, batch_id)``: each micro-batch's counts, a dict
+        (``stateful_counts``), before its callbacks run."""
         refusal = layout_refusal(self.combined.sparkSession, checkpoint, self.buckets)
         if refusal is not None:
             raise StateFormatError(refusal)
         batches = self.batches = StatefulBatches(self.pipeline, self.input_schema, checkpoint, self.view)
 
         def each(batch: DataFrame, batch_id: int) -> None:
-            batches.run(batch, batch_id, on_panes, on_dead_letters)
+            batches.run(batch, batch_id, on_panes, on_dead_letters, on_counts)
 
         return self._start(self.combined, each, checkpoint, query_name, trigger, "stateful")

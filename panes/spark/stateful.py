@@ -50,12 +50,14 @@ from .columns import (
     EMISSION_PHASE,
     INVALID,
     NUM,
+    PUNCT,
     RAW,
     SPARK_END_MS,
     TS,
     pane_schema,
 )
 from .deferred_processor import engine_state
+from .stateful_counts import COUNTS, as_json, emitted_counts, read_counts
 from .stateful_store import BucketState, cyclic_gc_paused, freeze_once
 from .window_pipeline import PANE_ID, guarded_sql_panes, table_fields, table_panes, table_rows
 
@@ -70,10 +72,6 @@ PHASE, ORDER = EMISSION_PHASE, EMISSION_ORDER
 #: a dead letter's columns in the processor's output (its watermark in ms, its record and
 #: windows as JSON)
 DEAD_LETTER_COLUMNS = ("dl_reason", "dl_record", "dl_watermark", "dl_windows", "dl_detail")
-#: a count row's columns (kind "C"): the rows the engine counted in windows, and in no window
-COUNT_COLUMNS = ("counted_rows", "rows_in_no_window")
-#: a count row's pane rows and dead-letter rows: what the call emitted
-OUTPUT_ROWS = ("__panes_pane_rows", "__panes_dead_letter_rows")
 _WINDOWS_JSON = "array<struct<start:long,end:long>>"
 
 
@@ -118,6 +116,7 @@ class BucketProcessor(StatefulProcessor):
         input_names: list[str] | None = None,
         integral_columns: tuple = (),
         integral_outputs: tuple = (),
+        counts_read: tuple[str | None, str | None] = (None, None),
     ):
         self.pipeline = pipeline
         self.record_columns = record_columns
@@ -126,6 +125,9 @@ class BucketProcessor(StatefulProcessor):
         self.input_names = input_names
         self.integral = set(integral_columns)
         self.integral_outputs = set(integral_outputs)
+        #: the column of panes' control rows (not records), and of the event times as numbers
+        #: (``stateful_counts.read_counts``)
+        self.control, self.event_time_number = counts_read
         #: with allowed lateness a pane's timing may hang on other buckets' holds (see the module)
         self.partial = pipeline.allowed_lateness > 0
         self.engine = Engine(pipeline, partial=self.partial)
@@ -169,6 +171,10 @@ class BucketProcessor(StatefulProcessor):
         self.bucket = int(key[0])
         wm = self._watermark(st, timerValues.getCurrentWatermarkInMs())
         pdf, clock, active = self._clock_rows(pd.concat(list(rows), ignore_index=True))
+        read = read_counts(pdf, self.control, self.event_time_number)
+        if PUNCT in pdf.columns:  # (punctuation and control rows only move Spark's watermark)
+            pdf = pdf[pdf[PUNCT].isna()]
+        active = active or len(pdf) > 0
         # phase 0: what the watermark (and the clock as it stood) made due: the end of the last step
         res = self.engine.advance(st, wm, self._clock(timerValues), idle=self.scripted_clock or not active)
         self._panes(res.panes, 0, out)
@@ -191,14 +197,14 @@ class BucketProcessor(StatefulProcessor):
             self._letters(res.dead_letters, 2, out)
             counts = (res.counted, res.in_no_window)
         self._report(key, st, self._holds(st, holds), out)
-        self._summary(counts, out)
+        self._summary(read, counts, out)
         self.state.save(st)
         return self._frame(out)
 
     def _clock_rows(self, pdf: pd.DataFrame) -> tuple[pd.DataFrame, int | None, bool]:
-        """The micro-batch's rows without its clock rows, the clock they carry, and whether the
-        source is active at this instant (for the idleness timeout: records arrive; a bucket only
-        sees its own keys' records, unless a scripted clock row says so)."""
+        """The micro-batch's rows without its clock rows, the clock they carry, and whether a
+        scripted clock row says the source is active at this instant (for the idleness timeout:
+        else records arriving do; a bucket only sees its own keys' records)."""
         if self.input_names is not None:
             pdf.columns = [
                 self.input_names[int(c[1:])] if c.startswith("c") and c[1:].isdigit() else c for c in pdf.columns
@@ -212,7 +218,7 @@ class BucketProcessor(StatefulProcessor):
                 if ACTIVE in pdf.columns:
                     active = bool(pdf.loc[ticks.notna(), ACTIVE].notna().any())
             pdf = pdf[ticks.isna()]
-        return pdf, clock, active or len(pdf) > 0
+        return pdf, clock, active
 
     def _valid_rows(self, pdf: pd.DataFrame, st: EngineState, out: list) -> pd.DataFrame | None:
         """The rows as the engine's batch (None: none); the invalid ones' dead letters go to ``out``."""
@@ -257,7 +263,7 @@ class BucketProcessor(StatefulProcessor):
         self._panes(res.panes, 0, out)
         self._letters(res.dead_letters, 0, out)
         self._report(key, st, self._holds(st, holds), out)
-        self._summary((0, 0), out)
+        self._summary({}, (0, 0), out)
         self.state.save(st)
         return self._frame(out)
 
@@ -285,24 +291,14 @@ class BucketProcessor(StatefulProcessor):
             }
         )
 
-    def _summary(self, counts: tuple[int, int], out: list) -> None:
-        """The call's count row (kind "C"): the rows the engine counted in windows and in no window
-        (``COUNT_COLUMNS``), and the pane and dead-letter rows of its output (``OUTPUT_ROWS``: the
-        driver reads them to call a callback only when there is something for it)."""
-        rows = {"P": 0, "D": 0}
-        for b in out:
-            if b[KIND] and b[KIND][0] in rows:
-                rows[b[KIND][0]] += len(b[KIND])
-        out.append(
-            {
-                KIND: ["C"],
-                PHASE: [PHASES],
-                ORDER: [1],
-                **{c: [n] for c, n in zip(COUNT_COLUMNS, counts)},
-                OUTPUT_ROWS[0]: [rows["P"]],
-                OUTPUT_ROWS[1]: [rows["D"]],
-            }
-        )
+    def _summary(self, read: dict, counts: tuple[int, int], out: list) -> None:
+        """The call's count row (kind "C"): what it read (``read``), the rows the engine counted in
+        windows and in no window (``counts``), and what it emitted, as one JSON object
+        (``stateful_counts``: the driver sums them, and calls a callback only when there is
+        something for it)."""
+        emitted = emitted_counts(out, KIND, DEAD_LETTER_COLUMNS[0])
+        counted = {"counted": counts[0], "in_no_window": counts[1]}
+        out.append({KIND: ["C"], PHASE: [PHASES], ORDER: [1], COUNTS: [as_json({**read, **counted, **emitted})]})
 
     def close(self) -> None:
         pass
@@ -411,7 +407,7 @@ def output_schema(p: Pipeline, schema: ST.StructType) -> ST.StructType:
         fields += table_fields(p, schema)
     types = (ST.StringType(), ST.StringType(), ST.LongType(), ST.StringType(), ST.StringType())
     fields += [ST.StructField(c, t) for c, t in zip(DEAD_LETTER_COLUMNS, types)]
-    fields += [ST.StructField(c, ST.LongType()) for c in (*COUNT_COLUMNS, *OUTPUT_ROWS)]
+    fields.append(ST.StructField(COUNTS, ST.StringType()))
     fields += [
         ST.StructField(PROVISIONAL, ST.IntegerType()),
         ST.StructField(PART, ST.LongType()),

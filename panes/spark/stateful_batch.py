@@ -2,11 +2,12 @@
 (``StatefulStreamResult.write_stream``).
 
 The processor's output of the micro-batch is cached, and one job runs the operator and collects
-the few rows the driver reads: each call's count row (kind "C", with the pane and dead-letter rows
-the call emitted) and, with allowed lateness, the buckets' reports and the undecided panes, which
+the few rows the driver reads: each call's count row (kind "C": what it read, counted and emitted,
+``stateful_counts``) and, with allowed lateness, the buckets' reports and the undecided panes, which
 ``settling`` decides. The callbacks then get only what there is: the dead-letter callback is not
 called for a micro-batch without dead letters (as on the native plan), and a micro-batch without
-panes hands the panes callback one empty DataFrame that reads nothing (``no_panes``)."""
+panes hands the panes callback one empty DataFrame that reads nothing (``no_panes``). The counts
+callback gets the micro-batch's counts, its pane rows as the driver decided them."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from ..core.pipeline import Pipeline
+from . import stateful_counts
 from .failed_rows import FailedRows
 from .stateful import (
     KIND,
-    OUTPUT_ROWS,
     Selection,
     dead_letter_selection,
     output_schema,
@@ -35,6 +36,8 @@ from .window_pipeline import is_sql
 
 #: a callback ``f(df, batch_id)`` of ``write_stream``
 Callback = Callable[[DataFrame, int], Any]
+#: ``write_stream``'s ``on_counts(counts, batch_id)``: a micro-batch's counts (``stateful_counts``)
+CountsCallback = Callable[[dict, int], Any]
 
 
 class StatefulBatches:
@@ -57,10 +60,22 @@ class StatefulBatches:
         self._panes: Selection | None = None
         self._letters: Selection | None = None
 
-    def run(self, batch: DataFrame, batch_id: int, on_panes: Callback, on_dead_letters: Callback) -> None:
+    def run(
+        self,
+        batch: DataFrame,
+        batch_id: int,
+        on_panes: Callback,
+        on_dead_letters: Callback,
+        on_counts: CountsCallback | None = None,
+    ) -> None:
         batch = batch.cache()
         try:
-            settled, pane_rows, letter_rows = self.settled(batch, batch_id)
+            settled, counts = self.settled(batch, batch_id)
+            pane_rows, letter_rows = counts["pane_rows"], counts["dead_letter_rows"]
+            if self.failed_rows is not None:
+                del counts["pane_rows"]  # (its window's rows: its panes are the query's, run below)
+            if on_counts is not None:
+                on_counts(counts, batch_id)
             if self.failed_rows is not None:
                 self._sql_panes(settled, batch_id, on_panes, on_dead_letters, letter_rows)
                 return
@@ -97,23 +112,24 @@ class StatefulBatches:
         """Whether ``df`` is a DataFrame of the current micro-batch's callbacks known to hold rows."""
         return any(df is d for d in self.nonempty)
 
-    def settled(self, batch: DataFrame, batch_id: int) -> tuple[DataFrame, int, int]:
-        """The micro-batch's output with its provisional panes decided, and its pane rows and
-        dead-letter rows, from the one job that runs the operator (see the module)."""
+    def settled(self, batch: DataFrame, batch_id: int) -> tuple[DataFrame, dict]:
+        """The micro-batch's output with its provisional panes decided, and its counts (its pane
+        rows as decided), from the one job that runs the operator (see the module)."""
         if self._counted is None:
             self._counted = F.col(KIND) == "C"
             if self.watermarks is not None:
                 self._counted = self._counted | self.watermarks.collected()
         rows = [r.asDict() for r in batch.filter(self._counted).collect()]
-        counts = [r for r in rows if r[KIND] == "C"]
-        pane_rows = sum(r[OUTPUT_ROWS[0]] or 0 for r in counts)
-        letter_rows = sum(r[OUTPUT_ROWS[1]] or 0 for r in counts)
+        counts: dict = {"pane_rows": 0, "dead_letter_rows": 0}
+        for r in rows:
+            if r[KIND] == "C":
+                stateful_counts.add(counts, r[stateful_counts.COUNTS])
         if self.watermarks is None:
-            return batch, pane_rows, letter_rows
+            return batch, counts
         side = [r for r in rows if r[KIND] != "C"]
         settled, decided = self.watermarks.settle_rows(batch, side, batch_id)
-        undecided = sum(1 for r in side if r[KIND] == "P")
-        return settled, pane_rows - undecided + decided, letter_rows
+        counts["pane_rows"] -= sum(1 for r in side if r[KIND] == "P") - decided
+        return settled, counts
 
     def _sql_panes(
         self, settled: DataFrame, batch_id: int, on_panes: Callback, on_dead_letters: Callback, letter_rows: int

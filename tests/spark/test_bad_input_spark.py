@@ -96,9 +96,11 @@ def test_epoch_seconds_in_their_declared_unit_and_a_warning_for_the_default(spar
     assert [(p["window_start"], p["n"]) for p in _rows(tmp_path / "panes")] == [("2021-08-07T09:00:00.000Z", 2)]
 
 
-def test_the_cli_warns_once_when_numbers_look_like_another_unit(spark, tmp_path):
+@pytest.mark.parametrize("plan", ["native", "stateful"])
+def test_the_cli_warns_once_when_numbers_look_like_another_unit(spark, tmp_path, plan):
+    # (the native plan's bounds are Spark's observed metrics, the stateful plan's its processor's)
     lines = [f'{{"k": "a", "t": {1628327063 + i}, "v": 1}}' for i in range(3)]
-    spec = _spec(tmp_path, lines, "k STRING, t LONG, v LONG")
+    spec = _spec(tmp_path, lines, "k STRING, t LONG, v LONG", spark={"available_now": True, "plan": plan})
     import yaml
 
     path = tmp_path / "spec.yaml"
@@ -170,43 +172,63 @@ def test_run_writes_panes_as_json_lines_to_stdout(spark, tmp_path):
     assert "not json {" in result.stderr and "malformed" in result.stderr
 
 
+def _totals(progress: list, name: str = "panes") -> dict:
+    """A query's observed metrics ``name`` summed over its micro-batches (the event-time bounds: the
+    least and the greatest)."""
+    rows = [p["observedMetrics"][name].asDict() for p in progress if p.get("observedMetrics")]
+    out = {k: sum(r[k] or 0 for r in rows) for k in rows[0] if not k.startswith("event_time_")}
+    bounds = {b: [r[b] for r in rows if r[b] is not None] for b in ("event_time_min", "event_time_max")}
+    return {**out, "event_time_min": min(bounds["event_time_min"]), "event_time_max": max(bounds["event_time_max"])}
+
+
 @pytest.mark.parametrize("plan", ["native", "stateful"])
-def test_counts_are_observed_metrics_a_spark_user_reads(spark, tmp_path, plan):
+def test_counts_reach_a_spark_user(spark, tmp_path, plan):
+    """The native plan's counts are Spark's observed metrics; the stateful plan hands them to
+    ``on_counts``, and observes them on the streaming DataFrames a user writes."""
     import panes
+    from panes.spark.stateful_counts import add
 
     lines = [
         GOOD,
         "not json {",
         '{"k": "a", "t": "2021-08-07T10:16:00Z", "v": "four"}',
         '{"k": "a", "v": 3}',
-        '{"k": "a", "t": "2021-08-07T10:17:00Z", "v": 2}',
+        '{"k": "a", "t": "1628331420", "v": 2}',  # 2021-08-07T10:17:00Z in seconds, as digits
     ]
     spec = _spec(tmp_path, lines, "k STRING, t STRING, v LONG")
     from panes.io import read_stream
 
-    result = panes.window(read_stream(spark, spec.source), spec.model_dump(by_alias=True, exclude_none=True), plan=plan)
-    query = result.write_stream(lambda d, i: d.count(), lambda d, i: d.count(), str(tmp_path / "ck"), availableNow=True)
+    doc = spec.model_dump(by_alias=True, exclude_none=True)
+    doc["event_time"] = {"column": "t", "unit": "s"}
+    result = panes.window(read_stream(spark, spec.source), doc, plan=plan)
+    counted: dict = {}
+    on_counts = {"on_counts": lambda c, i: add(counted, c)} if plan == "stateful" else {}
+    query = result.write_stream(
+        lambda d, i: d.count(), lambda d, i: d.count(), str(tmp_path / "ck"), availableNow=True, **on_counts
+    )
     query.awaitTermination()
     # (summed over the micro-batches: the stateful plan runs one more, without data, for its timers)
-    observed = [p["observedMetrics"] for p in query.recentProgress if p.get("observedMetrics")]
-
-    def total(name: str) -> dict:
-        rows = [o[name].asDict() for o in observed]  # (Rows, as the listener's event has them)
-        return {k: sum(r[k] or 0 for r in rows) for k in rows[0] if not k.startswith("event_time_")}
-
-    given = total("panes")
+    given = _totals(query.recentProgress) if plan == "native" else counted
     assert (given["records_in"], given["malformed"], given["invalid_value"], given["missing_event_time"]) == (
         5,
         1,
         1,
         1,
     )
-    assert given["watermark_records"] == 0
+    assert given.get("watermark_records", 0) == 0
+    assert given["event_time_min"] == 1628331420  # (the digits' number: an ISO instant is none)
     if plan == "native":
         assert (given["in_window"], given["in_no_window"]) == (2, 0)
-    else:
-        engine = total("panes_output")
-        assert (engine["counted"], engine["in_no_window"], engine["late"]) == (2, 0, 0)
+        return
+    assert (given["counted"], given.get("in_no_window", 0), given.get("late", 0)) == (2, 0, 0)
+    assert (given["pane_rows"], given["dead_letter_rows"]) == (0, 3)  # (the watermark is before the window's end)
+    # a query of the streaming panes a user writes shows the same counts in Spark's progress
+    query = result.panes.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck2"))
+    query = query.trigger(availableNow=True).start()
+    query.awaitTermination()
+    observed = _totals(query.recentProgress)
+    assert {k: observed[k] for k in given} == given
+    assert observed["late"] == observed["window_closed"] == 0
 
 
 ENGINE_CASES = {
@@ -221,7 +243,7 @@ ENGINE_CASES = {
 
 
 @pytest.mark.parametrize("case", list(ENGINE_CASES))
-def test_the_engines_reasons_are_observed_metrics_on_the_stateful_plan(spark, tmp_path, case):
+def test_the_engines_reasons_are_counted_on_the_stateful_plan(spark, tmp_path, case):
     import panes
     from panes.io import read_stream
 
@@ -234,16 +256,21 @@ def test_the_engines_reasons_are_observed_metrics_on_the_stateful_plan(spark, tm
     (tmp_path / "data" / "part-1.json").write_text(json.dumps({"k": "a", "t": later, "v": 2}) + "\n")
     for i in range(2):  # (a file source reads files in modification-time order)
         os.utime(tmp_path / "data" / f"part-{i}.json", (1_600_000_000 + i,) * 2)
+    from panes.spark.stateful_counts import add
+
     result = panes.window(read_stream(spark, parse_run_spec(doc).source), doc, plan="stateful")
     dead: list = []
+    engine: dict = {}
     query = result.write_stream(
-        lambda d, i: d.count(), lambda d, i: dead.extend(d.collect()), str(tmp_path / "ck"), availableNow=True
+        lambda d, i: d.count(),
+        lambda d, i: dead.extend(d.collect()),
+        str(tmp_path / "ck"),
+        availableNow=True,
+        on_counts=lambda c, i: add(engine, c),
     )
     query.awaitTermination()
-    rows = [p["observedMetrics"]["panes_output"].asDict() for p in query.recentProgress if p.get("observedMetrics")]
-    engine = {k: sum(r[k] or 0 for r in rows) for k in rows[0]}
     reasons = ("late", "window_closed", "window_pipeline_failed")
-    assert {r: engine[r] for r in reasons} == {r: int(r == case) for r in reasons}
+    assert {r: engine.get(r, 0) for r in reasons} == {r: int(r == case) for r in reasons}
     assert engine["counted"] == (1 if case == "window_closed" else 2)
     assert [d["reason"] for d in dead] == [case]
 

@@ -13,6 +13,7 @@ from pyspark import cloudpickle
 import panes
 from panes.spark.deferred_processor import ENGINE_STATE, ENGINE_STATE_SCHEMA, DeferredProcessor
 from panes.spark.stateful import KIND, BucketProcessor
+from panes.spark.stateful_counts import COUNTS
 
 SPEC = {"event_time": "t", "key": "k", "window": {"tumbling": {"size": 10_000}}, "aggregates": {"s": {"sum": "v"}}}
 
@@ -53,14 +54,15 @@ from panes.spark.columns import DETAIL, INVALID, TS
 rows = pd.DataFrame({TS: [1_000, 12_000], INVALID: [None] * 2, DETAIL: [None] * 2, "k": ["a", "a"], "v": [2, 3]})
 out = pd.concat(list(processor.handleInputRows(("0",), iter([rows]), Times())))
 loaded = sorted(m for m in ("pandas", "numpy", "panes.core", "panes.spark.stateful") if m in sys.modules)
-print(loaded, list(out["__panes_kind"]), list(out["counted_rows"].dropna().astype(int)))
+print(loaded, list(out["__panes_kind"]), list(out["__panes_counts"]))
 """
 
 
 def test_the_pickled_processor_declares_its_state_without_importing_the_engine_then_runs_it():
-    processor = BucketProcessor(panes.pipeline(SPEC), ["k", "v"], [KIND, "counted_rows"])
+    processor = BucketProcessor(panes.pipeline(SPEC), ["k", "v"], [KIND, COUNTS])
     blob = cloudpickle.dumps(DeferredProcessor(processor))
     out = subprocess.run([sys.executable, "-c", SCRIPT], input=blob, capture_output=True, check=True).stdout
     at_init, at_rows = out.decode().splitlines()
     assert at_init == f"[({ENGINE_STATE!r}, {ENGINE_STATE_SCHEMA!r})] []"
-    assert at_rows == "['numpy', 'pandas', 'panes.core', 'panes.spark.stateful'] ['C'] [2]"
+    counts = '{"records_in":2,"counted":2}'
+    assert at_rows == f"['numpy', 'pandas', 'panes.core', 'panes.spark.stateful'] ['C'] [{counts!r}]"

@@ -310,10 +310,13 @@ EARLY_PIPELINE = {
 }
 
 
-def test_the_observed_panes_are_the_panes_written_and_the_undecided_empty_ones_apart(spark, tmp_path):
+def test_the_pane_rows_counted_are_those_written_not_an_empty_late_pane_the_driver_drops(spark, tmp_path):
     # issue 26: a's window [16 s, 20 s) fires an EARLY pane at its second record; when b's record
     # moves the watermark past its expiry its last pane is empty, its timing the driver's: LATE,
-    # not written. Spark observed it before the driver decided: apart, as undecided_empty_panes
+    # not written, nor counted (``on_counts``: the driver's counts, after it decided)
+    from panes.spark.stateful_counts import add
+
+    counts: dict = {}
     src = tmp_path / "in"
     src.mkdir()
     pipeline = EARLY_PIPELINE
@@ -321,7 +324,10 @@ def test_the_observed_panes_are_the_panes_written_and_the_undecided_empty_ones_a
     result = panes.window(df, pipeline, buckets=8, plan="stateful")
     written: list = []
     q = result.write_stream(
-        lambda d, i: written.extend(r.asDict() for r in d.collect()), lambda d, i: None, str(tmp_path / "ck")
+        lambda d, i: written.extend(r.asDict() for r in d.collect()),
+        lambda d, i: None,
+        str(tmp_path / "ck"),
+        on_counts=lambda c, i: add(counts, c),
     )
     try:
         for n, (k, v, t) in enumerate([("a", 4, 18_464), ("a", 5, 19_902), ("b", 1, 40_000)]):
@@ -329,22 +335,21 @@ def test_the_observed_panes_are_the_panes_written_and_the_undecided_empty_ones_a
             path.write_text(json.dumps({"k": k, "v": v, "t": t}) + "\n")
             os.utime(path, (1_600_000_000 + n,) * 2)
             q.processAllAvailable()
-        progress = [p["observedMetrics"]["panes_output"] for p in q.recentProgress if p.get("observedMetrics")]
     finally:
         q.stop()
     assert [(r["k"], r["timing"], r["pane_index"], r["s"]) for r in written] == [("a", "EARLY", 0, 9)]
-    assert sum(m["certain_panes"] for m in progress) == len(written) == 1
-    assert sum(m["undecided_empty_panes"] for m in progress) == 1
+    assert counts["pane_rows"] == len(written) == 1
+    assert (counts["records_in"], counts["counted"]) == (3, 3)
 
 
 def test_the_panes_counted_are_the_rows_written_when_the_driver_writes_an_undecided_empty_pane(spark, tmp_path):
     # issue 26: as above, but a record of h (another bucket) came to its window [12 s, 16 s)
     # before the watermark passed it and holds the output watermark at 15.999 s; b's record
     # moves the watermark past both windows' expiry in one phase, where h's hold still holds it:
-    # k0's empty last pane is ON_TIME, and the driver writes it. Spark observed the micro-batch
-    # before: one certain pane there, one undecided empty one; the pane rows written, three, are
-    # what panes run counts
+    # k0's empty last pane is ON_TIME, and the driver writes it: the pane rows written, three, are
+    # what ``on_counts`` and panes run count
     from panes.runner import run_spec
+    from panes.spark.stateful_counts import add
     from panes.spec import parse_run_spec
     from tests.chaos import sink_rows
 
@@ -358,19 +363,20 @@ def test_the_panes_counted_are_the_rows_written_when_the_driver_writes_an_undeci
         os.utime(path, (1_600_000_000 + n,) * 2)
     df = spark.readStream.schema("k STRING, v LONG, t LONG").option("maxFilesPerTrigger", 1).json(str(src))
     written: list = []
+    counts: dict = {}
     q = panes.window(df, pipeline, buckets=8, plan="stateful").write_stream(
-        lambda d, i: written.extend(r.asDict() for r in d.collect()), lambda d, i: None, str(tmp_path / "ck")
+        lambda d, i: written.extend(r.asDict() for r in d.collect()),
+        lambda d, i: None,
+        str(tmp_path / "ck"),
+        on_counts=lambda c, i: add(counts, c),
     )
     try:
         q.processAllAvailable()
-        progress = [p["observedMetrics"]["panes_output"] for p in q.recentProgress if p.get("observedMetrics")]
     finally:
         q.stop()
     expected = [("k0", "EARLY", 0, 9), (h, "ON_TIME", 0, 1), ("k0", "ON_TIME", 1, 0)]
     assert sorted((r["k"], r["timing"], r["pane_index"], r["s"]) for r in written) == sorted(expected)
-    assert sum(m["certain_panes"] for m in progress) == 2
-    assert sum(m["undecided_empty_panes"] for m in progress) == 1
-    assert "panes" not in progress[0]  # (no observed metric can be the rows written)
+    assert counts["pane_rows"] == len(written) == 3
     # panes run: its counts are the sink's
     spec = parse_run_spec(
         {
