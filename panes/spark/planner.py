@@ -343,12 +343,12 @@ def _stateful_stream(
         prepared = prepared.withColumn(EVENT_TIME_NUMBER, numbers)
     delay_ms = 0 if p.watermark.punctuation else p.watermark.max_delay
     prepared = prepared.withWatermark(WMARK, f"{delay_ms} milliseconds")
-    # punctuation and control rows go on to the processor, which counts them (they only move the
-    # watermark); without them the punctuation column holds nothing
+    # punctuation and control rows reach the processor, which counts them (they only move the
+    # watermark); a column that holds nothing for this input (no punctuation, no clock) does not
     punctuated = control_wm is not None or punctuation_records(df.schema, p)
-    keep = [c for c in prepared.columns if c != WMARK and (c != PUNCT or punctuated)]
-    # Python-side rows are namedtuple-like: names that are not plain identifiers (or start with
-    # '_') get renamed on the way. Send positional names and map them back in the processor.
+    empty = {WMARK, *([] if punctuated else [PUNCT]), *([] if CLOCK in df.columns else [CLOCK])}
+    keep = [c for c in prepared.columns if c not in empty]
+    # positional names, mapped back in the processor (PySpark renames names that are not identifiers)
     prepared = prepared.select(*[F.col(f"`{c}`").alias(f"c{i}") for i, c in enumerate(keep)])
     bucket_alias = f"c{keep.index(BUCKET)}"
     schema = df.schema
