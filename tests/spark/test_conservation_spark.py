@@ -121,3 +121,38 @@ def test_every_fuzzed_record_is_accounted_for_on_spark(spark, tmp_path, case):
     assert (counts["watermark_records"] > 0) == case.startswith("punctuation")
     # a malformed line's record is the line as read
     assert "not json {" in {d["record"] for d in dead if d["reason"] == "malformed"}
+
+
+def test_both_plans_count_the_same_records_punctuation_included(spark, tmp_path):
+    """The native plan counts with Spark observed metrics, the stateful plan in its processor
+    (``panes.spark.stateful_counts``): one account of the same input, punctuation records, dead
+    letters and the control row that ends the input included."""
+    pipeline = {
+        "window": {"tumbling": {"size": "10 minutes"}},
+        "watermark": {"punctuation": True, "punctuation_column": "wm"},
+    }
+    _input(tmp_path / "input", seed=7)
+    accounts = {}
+    for plan in ("native", "stateful"):
+        spec = parse_run_spec(
+            {
+                "source": {
+                    "format": "json",
+                    "path": str(tmp_path / "input"),
+                    "max_files_per_trigger": 1,
+                    "schema": "k STRING, t STRING, v DOUBLE, wm STRING",
+                },
+                "event_time": "t",
+                "key": "k",
+                "aggregates": {"n": {"count": "*"}},
+                "sink": {"format": "json", "path": str(tmp_path / plan / "panes")},
+                "dead_letter": {"format": "json", "path": str(tmp_path / plan / "dead")},
+                "checkpoint": str(tmp_path / plan / "checkpoint"),
+                "spark": {"available_now": True, "plan": plan},
+                **pipeline,
+            }
+        )
+        counts = run_spec(spec, spark=spark, progress=False, end_input=True)
+        accounts[plan] = {k: counts[k] for k in ("records_in", "counted", "watermark_records", "reasons")}
+    assert accounts["native"]["records_in"] == N and accounts["native"]["watermark_records"] > 0
+    assert accounts["stateful"] == accounts["native"]
