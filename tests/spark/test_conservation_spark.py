@@ -77,11 +77,9 @@ def _rows(directory: Path) -> list[dict]:
     ]
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_every_fuzzed_record_is_accounted_for_on_spark(spark, tmp_path, case):
-    pipeline, plan = CASES[case]
-    _input(tmp_path / "input", seed=list(CASES).index(case))
-    spec = parse_run_spec(
+def _spec(tmp_path: Path, out: Path, pipeline: dict, plan: str):
+    """A run of ``pipeline`` on ``plan`` over the input ``_input`` wrote, its outputs under ``out``."""
+    return parse_run_spec(
         {
             "source": {
                 "format": "json",
@@ -92,14 +90,20 @@ def test_every_fuzzed_record_is_accounted_for_on_spark(spark, tmp_path, case):
             "event_time": "t",
             "key": "k",
             **({} if "window_pipeline" in pipeline else {"aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}}}),
-            "sink": {"format": "json", "path": str(tmp_path / "panes")},
-            "dead_letter": {"format": "json", "path": str(tmp_path / "dead")},
-            "checkpoint": str(tmp_path / "checkpoint"),
+            "sink": {"format": "json", "path": str(out / "panes")},
+            "dead_letter": {"format": "json", "path": str(out / "dead")},
+            "checkpoint": str(out / "checkpoint"),
             "spark": {"available_now": True, "plan": plan},
             **pipeline,
         }
     )
-    counts = run_spec(spec, spark=spark, progress=False, end_input=True)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_fuzzed_record_is_accounted_for_on_spark(spark, tmp_path, case):
+    pipeline, plan = CASES[case]
+    _input(tmp_path / "input", seed=list(CASES).index(case))
+    counts = run_spec(_spec(tmp_path, tmp_path, pipeline, plan), spark=spark, progress=False, end_input=True)
     assert counts["records_in"] == N
     assert counts["records_in"] == (
         counts["counted"] + counts["dead_letters"] + counts["in_no_window"] + counts["watermark_records"]
@@ -134,24 +138,7 @@ def test_both_plans_count_the_same_records_punctuation_included(spark, tmp_path)
     _input(tmp_path / "input", seed=7)
     accounts = {}
     for plan in ("native", "stateful"):
-        spec = parse_run_spec(
-            {
-                "source": {
-                    "format": "json",
-                    "path": str(tmp_path / "input"),
-                    "max_files_per_trigger": 1,
-                    "schema": "k STRING, t STRING, v DOUBLE, wm STRING",
-                },
-                "event_time": "t",
-                "key": "k",
-                "aggregates": {"n": {"count": "*"}},
-                "sink": {"format": "json", "path": str(tmp_path / plan / "panes")},
-                "dead_letter": {"format": "json", "path": str(tmp_path / plan / "dead")},
-                "checkpoint": str(tmp_path / plan / "checkpoint"),
-                "spark": {"available_now": True, "plan": plan},
-                **pipeline,
-            }
-        )
+        spec = _spec(tmp_path, tmp_path / plan, pipeline, plan)
         counts = run_spec(spec, spark=spark, progress=False, end_input=True)
         accounts[plan] = {k: counts[k] for k in ("records_in", "counted", "watermark_records", "reasons")}
     assert accounts["native"]["records_in"] == N and accounts["native"]["watermark_records"] > 0
