@@ -96,6 +96,11 @@ class Timing(StrEnum):
     LATE = "LATE"
 
 
+#: the timings as plain strings, for the engine's per-pane path (a member's ``.value`` is a
+#: descriptor call)
+EARLY, ON_TIME, LATE = Timing.EARLY.value, Timing.ON_TIME.value, Timing.LATE.value
+
+
 def event_time_in_range(t: Any) -> Any:
     """Whether an event time (ms) is one panes can window: from ``EARLIEST_EVENT_TIME`` up to
     ``LATEST_EVENT_TIME`` (see ``panes.core.time``); others are ``invalid_event_time``."""
@@ -130,14 +135,14 @@ def pane_timing(late: Any, reached: Any, ops: Ops = SCALAR) -> Any:
     """A pane's timing, as Beam Java's ``PaneInfoTracker.describePane``: LATE when an earlier
     emitted pane was not EARLY or the *output* watermark has passed the window (``late``); else
     ON_TIME once the *input* watermark has passed it (``reached``); else EARLY."""
-    return ops.where(late, Timing.LATE.value, ops.where(reached, Timing.ON_TIME.value, Timing.EARLY.value))
+    return ops.where(late, LATE, ops.where(reached, ON_TIME, EARLY))
 
 
 def pane_is_emitted(new_elements: Any, timing: Any) -> Any:
     """A firing emits its pane when elements arrived since the last one, or when it is the
     ON_TIME pane (emitted even when empty, as Beam's FIRE_ALWAYS on-time behaviour); an empty
     EARLY or LATE pane is not emitted and takes no index (FIRE_IF_NON_EMPTY)."""
-    return (new_elements > 0) | (timing == Timing.ON_TIME.value)
+    return (new_elements > 0) | (timing == ON_TIME)
 
 
 def end_of_window_timer(end: Any) -> Any:

@@ -222,7 +222,11 @@ class Engine:
             wins = state.keys[key]
             for w in list(wins):
                 ws = wins[w]
-                if self.ops.is_expired(ws.end, wm):
+                due = self._due(ws)
+                if due > wm and not ws.trig.clock:
+                    if due < state.wake_event:  # (most windows: no timer of theirs is due)
+                        state.wake_event = due
+                elif self.ops.is_expired(ws.end, wm):
                     # the garbage-collection timer: the final pane, if there is something to say
                     self.holds.release(state, ws)
                     if not ws.closed:

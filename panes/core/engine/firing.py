@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from .. import rules
 from ..pipeline import Pipeline
-from ..rules import Reason, Timing
+from ..rules import Reason
 from ..triggers import Ctx, TriggerMachine
 from ..window_pipeline import PaneWindow, WindowPipelineFailed
 from ..windows import GlobalWindows
@@ -110,7 +110,7 @@ class Firing:
             ws.last_values = values
             ws.last_timing = timing
             ws.last_provisional = provisional
-            if timing != Timing.EARLY.value:
+            if timing != rules.EARLY:
                 ws.nonearly = True
         if self.discarding:
             ws.acc = [a.create() for a in self.aggs]
@@ -126,7 +126,7 @@ class Firing:
         reached = rules.on_time_reached(ws.end, ctx.watermark)
         passed = reached and not ws.nonearly and self.holds.passed(state, ws)
         if passed and self.partial:
-            return rules.Timing.ON_TIME.value, True
+            return rules.ON_TIME, True
         return rules.pane_timing(ws.nonearly or passed, reached), False
 
     def values(self, key: tuple, ws: WindowState) -> tuple:

@@ -43,13 +43,26 @@ class Holds:
             ws.hold = h
 
     def earliest_of_state(self, state: EngineState) -> int:
-        """The earliest hold or pending event-time timer of every window."""
-        best = END_OF_INPUT
+        """The earliest hold or pending event-time timer of every window: the least ``earliest``.
+        Both timers' instants grow with the window's end, so one pass finds the earliest end, the
+        earliest end with a pending end-of-window timer and the earliest hold, and the timers'
+        rules are applied once (a call per window would cost several each scan)."""
+        first_end = first_eow_end = first_hold = END_OF_INPUT
         for wins in state.keys.values():
             for ws in wins.values():
-                t = self.earliest(ws)
-                if t < best:
-                    best = t
+                end = ws.end
+                if end < first_end:
+                    first_end = end
+                if ws.trig.eow and end < first_eow_end:
+                    first_eow_end = end
+                hold = ws.hold
+                if hold is not None and hold < first_hold:
+                    first_hold = hold
+        best = first_hold
+        if first_end < END_OF_INPUT:
+            best = min(best, rules.gc_timer(first_end, self.lateness))
+        if first_eow_end < END_OF_INPUT:
+            best = min(best, rules.end_of_window_timer(first_eow_end))
         return best
 
     def output_watermark(self, state: EngineState) -> int:
