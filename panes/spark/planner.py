@@ -64,6 +64,7 @@ from .stateful import (
     restore_integers,
 )
 from .stateful_counts import event_time_numbers
+from .stateful_input import as_micros
 from .window_pipeline import (
     FIXED_WINDOWS,
     assigned_rows,
@@ -337,14 +338,14 @@ def _stateful_stream(
     """The stateful plan's output: panes and dead letters of every bucket (``stateful``)."""
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
     prepared = prepare(df, p, buckets, ingestion=ingestion, control_wm=control_wm)
+    engine_p = engine_pipeline(p)
+    prepared, micros = as_micros(prepared, df.schema, engine_p, record_columns)
     # (the processor counts what it reads, no Spark observation: ``stateful_counts``)
     event_time_number, numbers = event_time_numbers(df.schema, p.event_time)
     if numbers is not None:
         prepared = prepared.withColumn(EVENT_TIME_NUMBER, numbers)
-    delay_ms = 0 if p.watermark.punctuation else p.watermark.max_delay
-    prepared = prepared.withWatermark(WMARK, f"{delay_ms} milliseconds")
-    # punctuation and control rows reach the processor, which counts them (they only move the
-    # watermark); a column that holds nothing for this input (no punctuation, no clock) does not
+    prepared = prepared.withWatermark(WMARK, f"{0 if p.watermark.punctuation else p.watermark.max_delay} milliseconds")
+    # punctuation and control rows reach the processor (it counts them); an empty column does not
     punctuated = control_wm is not None or punctuation_records(df.schema, p)
     empty = {WMARK, *([] if punctuated else [PUNCT]), *([] if CLOCK in df.columns else [CLOCK])}
     keep = [c for c in prepared.columns if c not in empty]
@@ -358,15 +359,14 @@ def _stateful_stream(
     integral_out = tuple(f.name for f in pane_schema(p, schema).fields if isinstance(f.dataType, ST.IntegralType))
     reads = (control_wm, event_time_number)  # (what the processor counts: ``stateful_counts``)
     processor = BucketProcessor(
-        engine_pipeline(p), record_columns, out_schema.fieldNames(), scripted_clock, keep, integral, integral_out, reads
+        engine_p, record_columns, out_schema.fieldNames(), scripted_clock, keep, integral, integral_out, reads, micros
     )
-    combined = prepared.groupBy(bucket_alias).transformWithStateInPandas(
+    return prepared.groupBy(bucket_alias).transformWithStateInPandas(
         statefulProcessor=DeferredProcessor(processor),
         outputStructType=out_schema,
         outputMode="Append",
         timeMode="EventTime",
     )
-    return combined
 
 
 # -- batch -----------------------------------------------------------------------------------------------

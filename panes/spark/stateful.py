@@ -58,6 +58,7 @@ from .columns import (
 )
 from .deferred_processor import engine_state
 from .stateful_counts import COUNTS, as_json, emitted_counts, read_counts
+from .stateful_input import TimestampsAsMicros
 from .stateful_store import BucketState, cyclic_gc_paused, freeze_once
 from .window_pipeline import PANE_ID, guarded_sql_panes, table_fields, table_panes, table_rows
 
@@ -117,6 +118,7 @@ class BucketProcessor(StatefulProcessor):
         integral_columns: tuple = (),
         integral_outputs: tuple = (),
         counts_read: tuple[str | None, str | None] = (None, None),
+        micros: TimestampsAsMicros | None = None,
     ):
         self.pipeline = pipeline
         self.record_columns = record_columns
@@ -135,6 +137,8 @@ class BucketProcessor(StatefulProcessor):
         #: ids of table-valued panes: the bucket's, then a count (unique within a micro-batch)
         self.pane_ids = itertools.count()
         self.bucket = 0
+        #: the record's timestamp columns that reach the processor as microseconds
+        self.micros = micros or TimestampsAsMicros()
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.bind(handle, engine_state(handle))
@@ -313,8 +317,10 @@ class BucketProcessor(StatefulProcessor):
         for c in self.record_columns:
             if c in frame.columns:
                 v = _clean(frame[c].iat[i])
-                if c in self.integral and isinstance(v, float) and v.is_integer():
+                if (c in self.integral or c in self.micros.columns) and isinstance(v, float) and v.is_integer():
                     v = int(v)  # an integer column with nulls arrives as float64
+                if c in self.micros.columns and v is not None:
+                    v = _clean(self.micros.value(v))
                 out[c] = v
         return out
 
