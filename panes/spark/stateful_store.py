@@ -24,16 +24,24 @@ class BucketState:
         self.value = value
 
     def load(self) -> EngineState:
-        stored = self.value.get()  # (None: the bucket has no state yet)
-        return self.engine.new_state() if stored is None else columnar.decode(stored[0])
+        stored = self.value.get()  # (None: the bucket has no state yet, nor timers)
+        if stored is None:
+            st = self.engine.new_state()
+            st.host_timers = []
+            return st
+        return columnar.decode(stored[0])
 
     def save(self, st: EngineState) -> None:
-        """Store the bucket's state and keep one event-time timer at its next deadline."""
-        self.value.update((columnar.encode(st),))
+        """Store the bucket's state and keep one event-time timer at its next deadline. The timers
+        set are stored with the state, which Spark commits with its timers: asking Spark for them
+        (``listTimers``, a scan of its timer store) was the slowest of a call's state calls. A
+        state stored without them (an older panes) asks once."""
         # the engine's wake mark is a lower bound of the next deadline, exact after a scan
         d = st.wake_event if st.wake_event > st.watermark else self.engine.next_event_deadline(st)
         want = [max(int(min(d, SPARK_END_MS)), 0)] if d is not None and d < END_OF_INPUT else []
-        have = list(self.handle.listTimers())
+        have = list(self.handle.listTimers()) if st.host_timers is None else st.host_timers
+        st.host_timers = want
+        self.value.update((columnar.encode(st),))
         if have != want:
             for t in have:
                 self.handle.deleteTimer(t)

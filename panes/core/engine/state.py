@@ -102,6 +102,9 @@ class EngineState:
     wake_clock: int | None = None
     #: the output watermark as the current phase (clock move, records, watermark move) began
     phase: PhaseWatermark | None = None
+    #: the event-time timers the engine's host keeps for this state, as it last set them (a Spark
+    #: bucket's: ``spark.stateful_store``), stored with it; None: not known
+    host_timers: list[int] | None = None
     metrics: dict = field(
         default_factory=lambda: {
             "rows": 0,
