@@ -84,11 +84,15 @@ class StateProcessor(NoopProcessor):
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         stored = self.value.get()
         n = sum(len(r) for r in rows)
-        self.value.update((bytes(self.state_bytes) if stored is None else stored[0],))
-        want = timerValues.getCurrentWatermarkInMs() + 60_000
-        for t in list(self.handle.listTimers()):
-            self.handle.deleteTimer(t)
-        self.handle.registerTimer(max(want, 0))
+        blob = bytes(self.state_bytes) if stored is None else stored[0]
+        # the timer set is kept in the state (its first 8 bytes; 0: none), as panes keeps its own
+        had = int.from_bytes(blob[:8], "little", signed=True)
+        want = max(timerValues.getCurrentWatermarkInMs() + 60_000, 1)
+        self.value.update((want.to_bytes(8, "little", signed=True) + blob[8:],))
+        if had != want:
+            if had:
+                self.handle.deleteTimer(had)
+            self.handle.registerTimer(want)
         yield pd.DataFrame({"bucket": [int(key[0])], "rows": [n]})
 
 
