@@ -33,9 +33,9 @@ class BucketState:
 
     def save(self, st: EngineState) -> None:
         """Store the bucket's state and keep one event-time timer at its next deadline. The timers
-        set are stored with the state, which Spark commits with its timers: asking Spark for them
-        (``listTimers``, a scan of its timer store) was the slowest of a call's state calls. A
-        state stored without them (an older panes) asks once."""
+        set are stored with the state, which Spark commits with its timers, so a call does not ask
+        Spark for them (``listTimers``: a round trip to its state server); a state stored without
+        them (an older panes) asks once."""
         # the engine's wake mark is a lower bound of the next deadline, exact after a scan
         d = st.wake_event if st.wake_event > st.watermark else self.engine.next_event_deadline(st)
         want = [max(int(min(d, SPARK_END_MS)), 0)] if d is not None and d < END_OF_INPUT else []
