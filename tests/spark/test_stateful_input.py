@@ -16,7 +16,7 @@ pytestmark = pytest.mark.spark
 SCHEMA = "k STRING, t TIMESTAMP, seen TIMESTAMP, v LONG"
 
 
-def _doc(tmp_path, **changes) -> dict:
+def _doc(tmp_path) -> dict:
     data = tmp_path / "data"
     data.mkdir()
     first = [
@@ -28,17 +28,14 @@ def _doc(tmp_path, **changes) -> dict:
     (data / "part-1.json").write_text(json.dumps(late) + "\n")
     for i in range(2):  # (a file source reads files in modification-time order)
         os.utime(data / f"part-{i}.json", (1_600_000_000 + i,) * 2)
-    doc = {
-        "source": {"format": "json", "path": str(data), "schema": SCHEMA, "max_files_per_trigger": 1},
-        "event_time": "t",
-        "key": "k",
-        "window": {"tumbling": {"size": "1 hour"}},
+    return {
+        **_base_spec(),
         "aggregates": {"n": {"count": "*"}, "total": {"sum": "v"}},
+        "source": {"format": "json", "path": str(data), "schema": SCHEMA, "max_files_per_trigger": 1},
         "sink": {"format": "json", "path": str(tmp_path / "panes")},
         "checkpoint": str(tmp_path / "checkpoint"),
         "spark": {"available_now": True},
     }
-    return {**doc, **changes}
 
 
 def _late_record(spark, tmp_path, doc: dict) -> dict:
