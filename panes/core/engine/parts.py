@@ -17,7 +17,6 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from .. import rules
-from ..rules import Timing
 from ..time import END_OF_INPUT, MIN_TIME
 
 #: the phases of a part's bundle, in order: the watermark's move, the clock's, the records
@@ -98,16 +97,16 @@ class StageWatermarks:
         if retraction:
             if pane in self.late_panes:
                 del self.late_panes[pane]
-                return Timing.LATE.value
-            return Timing.ON_TIME.value
+                return rules.LATE
+            return rules.ON_TIME
         if not rules.on_time_reached(window_end, self.output[phase]):
-            return Timing.ON_TIME.value
+            return rules.ON_TIME
         if provisional == 2:
             return None
         if self.retracting:
             lateness = self.allowed_lateness
             self.late_panes[pane] = END_OF_INPUT if lateness is None else rules.expiry(window_end, lateness)
-        return Timing.LATE.value
+        return rules.LATE
 
 
 def _hashable(value: object) -> Hashable:

@@ -18,11 +18,11 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ...core.rules import Timing
+from ...core import rules
 from ..ops import Sql
 
 #: pane timings in the order of their numbers (``timing_code``: 1-based)
-TIMINGS = (Timing.EARLY.value, Timing.ON_TIME.value, Timing.LATE.value)
+TIMINGS = (rules.EARLY, rules.ON_TIME, rules.LATE)
 #: the name of the one-row struct a ``where`` test reads the step's values from
 STEP_VALUES = "c"
 

@@ -15,7 +15,6 @@ from pyspark.sql.types import DataType
 
 from ...core import rules
 from ...core.aggregates import Aggregate
-from ...core.rules import Timing
 from ...core.triggers import AfterWatermark
 from ..columns import EMISSION_ORDER, EMISSION_PHASE, cast_to, output_type
 from ..ops import COLUMN
@@ -350,7 +349,7 @@ class Firing:
             NEXT_PANE_INDEX: index + F.when(emits, 1).otherwise(0),
             LAST_PANE_VALUES: F.when(emits, values).otherwise(F.col(LAST_PANE_VALUES)),
             LAST_PANE_TIMING: F.when(emits, timing).otherwise(F.col(LAST_PANE_TIMING)),
-            NON_EARLY_EMITTED: F.col(NON_EARLY_EMITTED) | (emits & (timing != Timing.EARLY.value)),
+            NON_EARLY_EMITTED: F.col(NON_EARLY_EMITTED) | (emits & (timing != rules.EARLY)),
             NEW_ELEMENTS: F.when(emits, F.lit(0)).otherwise(F.col(NEW_ELEMENTS)).cast("long"),
         }
 
