@@ -324,10 +324,10 @@ def _native_stream(df: DataFrame, p: Pipeline, ingestion: Column | None, control
     def end_rows() -> DataFrame:
         """The micro-batch that ends the input: one control row whose watermark is the end of
         time, as the control stream delivers it (every other column null)."""
-        assert control_wm is not None
-        schema = ST.StructType([ST.StructField(f.name, f.dataType, True, f.metadata) for f in df.schema.fields])
-        row = tuple(SPARK_END_MS if f.name == control_wm else None for f in schema.fields)
-        return rows(df.sparkSession.createDataFrame([row], schema))
+        # (a range, not a list of rows: Spark knows the step's input is small; it collects its table)
+        value = {control_wm: SPARK_END_MS}
+        row = [F.lit(value.get(f.name)).cast(f.dataType).alias(f.name, metadata=f.metadata) for f in df.schema.fields]
+        return rows(df.sparkSession.range(1).select(*row))
 
     return NativeStreamResult(explain_plan(p, "stream"), step, rows(df), end_rows if control_wm is not None else None)
 

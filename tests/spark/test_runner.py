@@ -45,12 +45,26 @@ def _panes(rows):
     return sorted((r["traffic_light"], r["window_start"], r["total_cars"], r["passengers"]) for r in rows)
 
 
-def test_stream_restart_and_batch(spark, tmp_path):
+def _collects(monkeypatch) -> list:
+    """Whether each native step collects its table to the driver (``NativeStream.collects``)."""
+    from panes.spark import native
+
+    decisions: list = []
+    decide = native.NativeStream.collects
+    monkeypatch.setattr(native.NativeStream, "collects", lambda s, *a: decisions.append(decide(s, *a)) or decisions[-1])
+    return decisions
+
+
+def test_stream_restart_and_batch(spark, tmp_path, monkeypatch):
     files = ["part-0.json", "part-1.json", "part-2.json"]
     # one run over all three files
     whole = tmp_path / "whole"
     whole.mkdir()
+    collects = _collects(monkeypatch)
     run_spec(_spec(whole, files), spark=spark, progress=False, end_input=True)
+    # (the input's end is one row: its step collects its table as the micro-batches' do)
+    assert collects == [True] * 4
+    monkeypatch.undo()
     panes_whole = _read(spark, whole / "out" / "panes")
     dead_whole = _read(spark, whole / "out" / "dead")
     assert len(panes_whole) == 9  # 3 lights x 3 hours
