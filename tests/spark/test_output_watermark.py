@@ -18,6 +18,7 @@ from panes.spark.stateful import KIND, ORDER, PART, PART_HOLDS, PART_WATERMARK, 
 from panes.spark.stateful_timing import OutputWatermarks
 from panes.spark.window_pipeline import PANE_ID
 from panes.stage_scenario import load_stage_scenario, replay_stages_core
+from tests.spark.answers import record_answers
 
 pytestmark = pytest.mark.spark
 
@@ -47,19 +48,6 @@ def _holders(spark, buckets: int) -> list[str]:
     return holders
 
 
-def _decisions(monkeypatch) -> list:
-    """The provisional panes' decisions, recorded."""
-    seen: list = []
-    decide = StageWatermarks.timing
-
-    def recorded(self, *args):
-        seen.append(decide(self, *args))
-        return seen[-1]
-
-    monkeypatch.setattr(StageWatermarks, "timing", recorded)
-    return seen
-
-
 def test_other_buckets_holds_keep_a_late_created_window_on_time_in_the_replay(spark, monkeypatch):
     # issue 32, case 1, over keys in 8 buckets: k0's window [10 s, 20 s) comes into being after the
     # watermark passed its end; the unfired records of keys in other buckets hold the output watermark
@@ -75,7 +63,7 @@ def test_other_buckets_holds_keep_a_late_created_window_on_time_in_the_replay(sp
             ],
         }
     )
-    decisions = _decisions(monkeypatch)
+    decisions = record_answers(monkeypatch, StageWatermarks, "timing")
     core = replay_core(scenario)
     assert core.panes[0]["k"] == "k0" and core.panes[0]["timing"] == "ON_TIME"
     assert replay_spark(scenario, buckets=8, spark=spark, plan="stateful").panes == core.panes
@@ -93,7 +81,7 @@ def test_write_stream_decides_the_provisional_panes(spark, tmp_path, monkeypatch
     df = spark.readStream.schema("k STRING, v LONG, t LONG").option("maxFilesPerTrigger", 1).json(str(src))
     result = panes.window(df, PIPELINE, buckets=8, plan="stateful")
     seen: list = []
-    decisions = _decisions(monkeypatch)
+    decisions = record_answers(monkeypatch, StageWatermarks, "timing")
     q = result.write_stream(
         lambda d, i: seen.extend(r.asDict() for r in d.collect()), lambda d, i: None, checkpoint=str(tmp_path / "ck")
     )

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from panes.scenario import dumps, load_scenario, replay_core
-from panes.spark.native import stream_unsupported
+from panes.spark.native import NativeStream, stream_unsupported
 from panes.spark.replay import replay_spark
+from tests.spark.answers import record_answers
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))
 
@@ -172,21 +173,6 @@ def _same_on_native_plan_and_core(spark, scenario):
     assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
 
 
-def _decisions(monkeypatch, name: str) -> list:
-    """What the native stream's decision ``name`` (a method) answers, per step, recorded."""
-    from panes.spark import native
-
-    decisions: list = []
-    decide = getattr(native.NativeStream, name)
-
-    def recorded(self, *args):
-        decisions.append(decide(self, *args))
-        return decisions[-1]
-
-    monkeypatch.setattr(native.NativeStream, name, recorded)
-    return decisions
-
-
 def _seeds_and_writes(seeds) -> list:
     """Each seed with each way of writing the tables (``table_writes``); in make test one way per
     seed, each way for half of the seeds (collected for seeds 0 and 1 mod 4: read back from its
@@ -214,8 +200,8 @@ def table_writes(request, monkeypatch):
         monkeypatch.setattr(store, "COLLECT_ROWS", -1)
     if not local:
         monkeypatch.setattr(store, "LOCAL_ROWS", -1)
-    decisions = _decisions(monkeypatch, "collects")
-    relations = _decisions(monkeypatch, "local_relation")
+    decisions = record_answers(monkeypatch, NativeStream, "collects")
+    relations = record_answers(monkeypatch, NativeStream, "local_relation")
     yield decisions
     collected = request.param == "collected"
     assert decisions and decisions[0] == collected  # (the first step too: its table's types from its plan)
@@ -376,7 +362,7 @@ def tables_added(monkeypatch):
     monkeypatch.setattr(store, "SMALL_STATE_ROWS", 0)
     monkeypatch.setattr(store, "MAX_TABLES", 3)
     monkeypatch.setattr(store, "CLOSING_STEPS", None)
-    return _decisions(monkeypatch, "rewrites")
+    return record_answers(monkeypatch, NativeStream, "rewrites")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 4, 5, 8, 9])

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from panes.runner import run_spec
+from panes.spark.native import NativeStream
 from panes.spec import load_run_spec
+from tests.spark.answers import record_answers
 
 pytestmark = pytest.mark.spark
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "traffic"
@@ -45,22 +47,12 @@ def _panes(rows):
     return sorted((r["traffic_light"], r["window_start"], r["total_cars"], r["passengers"]) for r in rows)
 
 
-def _collects(monkeypatch) -> list:
-    """Whether each native step collects its table to the driver (``NativeStream.collects``)."""
-    from panes.spark import native
-
-    decisions: list = []
-    decide = native.NativeStream.collects
-    monkeypatch.setattr(native.NativeStream, "collects", lambda s, *a: decisions.append(decide(s, *a)) or decisions[-1])
-    return decisions
-
-
 def test_stream_restart_and_batch(spark, tmp_path, monkeypatch):
     files = ["part-0.json", "part-1.json", "part-2.json"]
     # one run over all three files
     whole = tmp_path / "whole"
     whole.mkdir()
-    collects = _collects(monkeypatch)
+    collects = record_answers(monkeypatch, NativeStream, "collects")
     run_spec(_spec(whole, files), spark=spark, progress=False, end_input=True)
     # (the input's end is one row: its step collects its table as the micro-batches' do)
     assert collects == [True] * 4
