@@ -18,6 +18,7 @@ from pyspark.sql import types as ST
 from .core.json_lines import dumps
 from .refs import load_callback
 from .spark.columns import RAW
+from .spark.record_files import INDEXED_FORMATS, RecordFiles
 from .spec import SinkSpec, SourceSpec, SpecError
 
 #: how every text output (JSON, CSV, the console, stdout) writes an instant: ISO-8601 UTC, ms, Z
@@ -65,6 +66,18 @@ def read_stream(spark: SparkSession, src: SourceSpec) -> DataFrame:
     if src.format == "rate":
         return _reader(spark.readStream.format("rate"), src).load()
     raise ValueError(f"source.format: {src.format} cannot be read as a stream")
+
+
+def with_record_references(df: DataFrame, src: SourceSpec) -> tuple[DataFrame, RecordFiles | None]:
+    """A file source's stream (``read_stream``) with each row's reference in its file, and where the
+    native plan reads a dead letter's record back from (``record_files``); as it is, and None, for a
+    source whose rows have no index in their file."""
+    path = src.path or ""
+    if src.format not in INDEXED_FORMATS or not path or any(c in path for c in "*?[{"):
+        return df, None  # (a glob's files: no one directory their partitions' values are read under)
+    # (a file read on its own takes its partitions' values from its directories under the source's)
+    options = {"basePath": path, **_options(src)}
+    return RecordFiles.referenced(df), RecordFiles.of(src.format, df.schema, options)
 
 
 def kafka_missing(field: str) -> SpecError:

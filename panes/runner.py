@@ -38,6 +38,7 @@ from .io import (
     observed_write,
     read_batch,
     read_stream,
+    with_record_references,
     write_batch,
 )
 from .preflight import check_columns
@@ -212,6 +213,7 @@ class StreamRun:
         ck.record(self.checkpoint, ck.state_meaning(spec, self.plan))
         df = read_stream(self.spark, spec.source)
         _check_source_columns(spec, df.columns)
+        df, records = with_record_references(df, spec.source)
         self.control_dir.mkdir(parents=True, exist_ok=True)
         # (on Spark Connect the server reads the control files this process writes)
         check_stream(self.spark, self.plan, self.checkpoint, (str(self.control_dir.resolve()),))
@@ -226,6 +228,7 @@ class StreamRun:
             control_wm=CONTROL,
             plan=spec.spark.plan,
             heartbeat=False if bounded else None,
+            records=records,
         )
         self.report.line(f"[bold]panes[/bold] stream: {self.result.plan}; checkpoint {self.checkpoint}")
         # (a run killed while Spark planned a micro-batch: its files are listed anew, see there)

@@ -55,6 +55,7 @@ from .native import batch_unsupported, never_late, stream_unsupported
 from .native.names import ROW_COUNTS, ROW_IN_WINDOW
 from .native.step import NativeStep, batch_step
 from .native.windows import window_plan, window_reads
+from .record_files import REFERENCES, RecordFiles
 from .results import BoundedResult, NativeStreamResult, StatefulStreamResult, WindowedResult
 from .stateful import (
     KIND,
@@ -273,39 +274,38 @@ def window_stream(
     control_wm: str | None = None,
     heartbeat: bool | None = None,
     plan: str = "auto",
+    records: RecordFiles | None = None,
 ) -> WindowedResult:
     """The streaming plan: native when the pipeline allows it (``plan="auto"``), else stateful.
     ``buckets``: the stateful plan's (None: one per shuffle partition of the session). ``heartbeat``
-    (default: when the pipeline needs processing time) adds the clock stream to the stateful plan;
-    it cannot be combined with an ``availableNow`` trigger."""
+    (default: when the pipeline needs processing time) adds the clock stream to the stateful plan,
+    not with ``availableNow``. ``records``: the file source whose references ``df``'s rows carry."""
     if plan not in PLANS:
         raise ValueError(f"plan must be one of {PLANS}, not {plan!r}")
     why = stream_unsupported(p)
     if plan == "native" and why is not None:
         raise ValueError(f"plan 'native' cannot run this pipeline: {why}")
     if plan in ("auto", "native") and why is None:
-        return _native_stream(df, p, ingestion, control_wm)
+        return _native_stream(df, p, ingestion, control_wm, records)
+    df = df.drop(*REFERENCES)  # (the stateful plan keeps its rows' records)
     check_stateful_client(df.sparkSession)
     buckets = resolved_buckets(df, buckets)
     if heartbeat is None:
         heartbeat = needs_clock(p) and not scripted_clock
     if heartbeat:
         df = with_heartbeat(df)
-    text = (
-        explain_plan(p, "stream")
-        if why is not None
-        else (
-            "stream: transformWithStateInPandas over hash buckets of the key, driving the core engine (plan='stateful')"
-        )
-    )
+    forced = "transformWithStateInPandas over hash buckets of the key, driving the core engine (plan='stateful')"
+    text = explain_plan(p, "stream") if why is not None else f"stream: {forced}"
     return StatefulStreamResult(
         text, _stateful_stream(df, p, buckets, scripted_clock, ingestion, control_wm), p, df.schema, buckets
     )
 
 
-def _native_stream(df: DataFrame, p: Pipeline, ingestion: Column | None, control_wm: str | None) -> NativeStreamResult:
+def _native_stream(
+    df: DataFrame, p: Pipeline, ingestion: Column | None, control_wm: str | None, records: RecordFiles | None
+) -> NativeStreamResult:
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
-    step = NativeStep(p, df.schema, record_columns, never_late=never_late(p) and control_wm is None)
+    step = NativeStep(p, df.schema, record_columns, never_late(p) and control_wm is None, records)
 
     def rows(source: DataFrame) -> DataFrame:
         """``source``'s rows as a micro-batch of the step reads them (the stream's columns)."""

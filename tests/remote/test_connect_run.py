@@ -14,6 +14,7 @@ import pytest
 from servers import worker_start_timed_out
 
 ROOT = Path(__file__).resolve().parents[2]
+LIGHT = "cbf2eafc-806e-4067-9211-97be7e42cee3"
 EXPECTED = Path(__file__).with_name("traffic_panes.jsonl").read_text().splitlines()
 DONE = (
     "9 panes, 3 dead letters; records in 108 = 105 counted + 3 dead letters (invalid_event_time 1, late 1, "
@@ -23,19 +24,34 @@ DONE = (
 pytestmark = [pytest.mark.spark, pytest.mark.remote]
 
 
-def _spec(work: Path, plan: str) -> Path:
+SCHEMA = "traffic_light STRING, created_at STRING, registration_plate STRING, passengers LONG"
+
+
+def _spec(work: Path, plan: str, fmt: str = "json") -> Path:
+    """The traffic example's spec and files (``fmt`` parquet: its files as Parquet, whose dead
+    letters' records the native plan reads back from them: ``panes.spark.record_files``)."""
     data = work / "data"
     data.mkdir()
     for n, f in enumerate(sorted((ROOT / "examples" / "traffic" / "data").glob("part-*.json"))):
-        (data / f.name).write_bytes(f.read_bytes())
-        os.utime(data / f.name, (1_600_000_000 + n, 1_600_000_000 + n))  # (read in this order)
+        out = data / f.with_suffix(f".{fmt}").name
+        if fmt == "parquet":
+            import pyarrow as pa
+            import pyarrow.json as pj
+            import pyarrow.parquet as pq
+
+            types = {"traffic_light": pa.string(), "created_at": pa.string(), "registration_plate": pa.string()}
+            schema = pa.schema([*types.items(), ("passengers", pa.int64())])
+            pq.write_table(pj.read_json(f, parse_options=pj.ParseOptions(explicit_schema=schema)), out)
+        else:
+            out.write_bytes(f.read_bytes())
+        os.utime(out, (1_600_000_000 + n, 1_600_000_000 + n))  # (read in this order)
     spec = {
         "name": "traffic",
         "mode": "stream",
         "source": {
-            "format": "json",
+            "format": fmt,
             "path": "data",
-            "schema": "traffic_light STRING, created_at STRING, registration_plate STRING, passengers LONG",
+            "schema": SCHEMA,
             "max_files_per_trigger": 1,
         },
         "event_time": "created_at",
@@ -60,22 +76,31 @@ def _run(work: Path, args: list[str], env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([panes, "run", *args], env=full, capture_output=True, text=True, timeout=900, cwd=work)
 
 
-def _dead_reasons(work: Path) -> list[str]:
+def _dead_letters(work: Path) -> list[dict]:
     files = sorted((work / "dead").glob("batch=*/part-*.json"))
-    return sorted(json.loads(line)["reason"] for f in files for line in f.read_text().splitlines())
+    return [json.loads(line) for f in files for line in f.read_text().splitlines()]
+
+
+def _dead_reasons(work: Path) -> list[str]:
+    return sorted(d["reason"] for d in _dead_letters(work))
 
 
 @pytest.mark.parametrize(
-    ("plan", "how"), [pytest.param("native", "--remote", marks=pytest.mark.remote_quick), ("stateful", "SPARK_REMOTE")]
+    ("plan", "how", "fmt"),
+    [
+        pytest.param("native", "--remote", "json", marks=pytest.mark.remote_quick),
+        pytest.param("native", "--remote", "parquet", marks=pytest.mark.remote_quick),
+        ("stateful", "SPARK_REMOTE", "json"),
+    ],
 )
-def test_panes_run_on_spark_connect_prints_the_local_runs_panes(connect_server, tmp_path, plan, how):
+def test_panes_run_on_spark_connect_prints_the_local_runs_panes(connect_server, tmp_path, plan, how, fmt):
     extra, env = (
         (["--remote", connect_server.url], {}) if how == "--remote" else ([], {"SPARK_REMOTE": connect_server.url})
     )
     for attempt in (0, 1):  # (once more, afresh, when Spark's Python worker started too slowly)
         work = tmp_path / f"run-{attempt}"
         work.mkdir()
-        done = _run(work, [str(_spec(work, plan)), "--stdout", "--end-input", *extra], env)
+        done = _run(work, [str(_spec(work, plan, fmt)), "--stdout", "--end-input", *extra], env)
         if done.returncode == 0 or not worker_start_timed_out(done.stderr):
             break
     assert done.returncode == 0, done.stderr[-3000:]
@@ -88,6 +113,13 @@ def test_panes_run_on_spark_connect_prints_the_local_runs_panes(connect_server, 
         assert "; watermark end of input;" in batches[-1], batches[-1]
         assert not [ln for ln in batches if "; watermark -;" in ln], batches
     assert _dead_reasons(work) == ["invalid_event_time", "late", "missing_key"]
+    late = next(json.loads(d["record"]) for d in _dead_letters(work) if d["reason"] == "late")
+    assert late == {
+        "traffic_light": LIGHT,
+        "created_at": "2021-08-07T09:59:30Z",
+        "registration_plate": "ZZ9 LATE",
+        "passengers": 2,
+    }
 
 
 def test_a_run_on_spark_connect_that_names_a_master_too_is_refused(tmp_path):

@@ -14,6 +14,7 @@ from ...core.rules import Reason
 from ...core.time import END_OF_INPUT, MIN_TIME
 from ..columns import CLOCK, DETAIL, INVALID, NUM, PUNCT, SEQ, TS, WMARK, record_json
 from ..ops import COLUMN
+from ..record_files import REFERENCES
 from .expressions import constants
 from .names import (
     IS_DEAD_LETTER,
@@ -85,7 +86,7 @@ class LateSplit:
             ROW_MALFORMED: bad,
             **{ROW_VALUE + c: v for c, v in self.values().items()},
         }
-        if s.never_late:
+        if s.never_late and s.records is None:
             cols[RECORD_JSON] = F.when(bad, self.record())
         if not s.windows.several_per_row:  # (several windows per row: exploded in each micro-batch)
             one = s.windows.row_window(ts)
@@ -101,20 +102,22 @@ class LateSplit:
 
     def stream_columns(self, names: list[str]) -> list[str]:
         """The columns of the prepared stream (``names``) a step reads: the record's and panes'
-        own (for a ``never_late`` stream, with ``RECORD_JSON``, only those of the record the
-        pipeline reads: key, values, what the windows read), but not those that
+        own (for a ``never_late`` stream, with ``RECORD_JSON``, and for one whose records are read
+        back from their files, with their references (``record_files``), only those of the record
+        the pipeline reads: key, values, what the windows read), but not those that
         ``row_columns()`` stand for (event time, punctuation, clock, Spark's watermark column,
         numbers read from strings). The rows reach ``run`` through foreachBatch as an RDD: every
         column of the stream's plan is computed and copied for every row, whichever the step
         reads. The source's reader still reads what ``RECORD_JSON`` needs."""
         s = self.step
         read = {*s.p.key, *s.p.value_columns, *s.windows.read_columns()}
+        whole = not s.never_late and s.records is None
         return [
             c
             for c in names
             if c not in (TS, PUNCT, CLOCK, WMARK)
             and not c.startswith(NUM)
-            and (not s.never_late or c.startswith("__panes") or c in read)
+            and (whole or c.startswith("__panes") or c in read)
         ]
 
     def on_time(self, rows: DataFrame, wm: int, step_number: int = 0) -> DataFrame:
@@ -229,7 +232,12 @@ class LateSplit:
             dead = data.withColumn(MISSED_WINDOWS, c["missed"]).filter(c["dead"])
         else:
             dead = data.filter(c["dead"]).withColumn(MISSED_WINDOWS, F.lit(None).cast(_WINDOWS))
-        return dead.select(*c["out"])
+        out, records = c["out"], self.step.records
+        if out["record"] is not None or records is None:
+            return dead.select(*[e.alias(n) for n, e in out.items()])
+        # (the records read back from their files, in the same place among the columns)
+        given = dead.select(*REFERENCES, *[e.alias(n) for n, e in out.items() if e is not None])
+        return records.with_records(given, self.record, "record").select(*out)
 
     def _dead_letter_columns(self, moved: bool, stream: bool) -> dict:
         """The columns of ``dead_letters`` (built once, ``NativeStep.memo``: the names Spark gives
@@ -255,16 +263,17 @@ class LateSplit:
             "data": data,
             "missed": missed,
             "dead": ~valid | (F.size(MISSED_WINDOWS) > 0) if late else ~valid,
-            "out": [
-                F.coalesce(F.col(INVALID), F.lit(Reason.LATE.value)).alias("reason"),
-                (F.col(RECORD_JSON) if s.never_late else self.record()).alias("record"),
-                watermark.alias("watermark"),
-                F.transform(
+            # (a dead letter's columns, in order; a record read back from its file: none here)
+            "out": {
+                "reason": F.coalesce(F.col(INVALID), F.lit(Reason.LATE.value)),
+                "record": None if stream and s.records else F.col(RECORD_JSON) if s.never_late else self.record(),
+                "watermark": watermark,
+                "windows": F.transform(
                     MISSED_WINDOWS,
                     lambda w: F.struct(
                         F.timestamp_millis(w["s"]).alias("start"), F.timestamp_millis(report(w["e"])).alias("end")
                     ),
-                ).alias("windows"),
-                F.when(~valid, F.col(DETAIL)).alias("detail"),
-            ],
+                ),
+                "detail": F.when(~valid, F.col(DETAIL)),
+            },
         }

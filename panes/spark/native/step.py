@@ -17,6 +17,7 @@ from ...core.time import END_OF_INPUT
 from ...core.triggers import AfterWatermark
 from ..columns import SPARK_END_MS, numeric_string_columns
 from ..ops import COLUMN
+from ..record_files import RecordFiles
 from .capability import appends
 from .firing import Firing
 from .late import LateSplit
@@ -39,12 +40,23 @@ class NativeStep:
     """The native plan of one pipeline: ``combine(on_time(rows), state, watermark)``, then
     ``closed`` and ``open``, on DataFrames."""
 
-    def __init__(self, p: Pipeline, schema: ST.StructType, record_columns: list[str], never_late: bool = False):
+    def __init__(
+        self,
+        p: Pipeline,
+        schema: ST.StructType,
+        record_columns: list[str],
+        never_late: bool = False,
+        records: RecordFiles | None = None,
+    ):
         """``never_late``: the stream is ``capability.never_late(p)`` and nothing else moves its
         watermark (no control column): stamps are clamped to the latest one
         (``LateSplit.on_time``), and the stream carries only the columns the windows read, with
-        each malformed row's record (``RECORD_JSON``: the only dead letters; ``stream_columns``)."""
+        each malformed row's record (``RECORD_JSON``: the only dead letters; ``stream_columns``).
+        ``records``: the stream's rows carry their references in a file source that
+        ``record_files`` reads the dead letters' records back from, and only the columns the
+        windows read."""
         self.p = p
+        self.records = records
         self.schema = schema
         self.record_columns = record_columns
         self.never_late = never_late
