@@ -18,7 +18,7 @@ from pyspark.sql import types as ST
 from .core.json_lines import dumps
 from .refs import load_callback
 from .spark.columns import RAW
-from .spark.record_files import INDEXED_FORMATS, RecordFiles
+from .spark.record_files import INDEXED_FORMATS, METADATA, RecordFiles
 from .spec import SinkSpec, SourceSpec, SpecError
 
 #: how every text output (JSON, CSV, the console, stdout) writes an instant: ISO-8601 UTC, ms, Z
@@ -75,6 +75,8 @@ def with_record_references(df: DataFrame, src: SourceSpec) -> tuple[DataFrame, R
     path = src.path or ""
     if src.format not in INDEXED_FORMATS or not path or any(c in path for c in "*?[{"):
         return df, None  # (a glob's files: no one directory their partitions' values are read under)
+    if METADATA in df.columns:
+        return df, None  # (a column of that name hides Spark's file metadata)
     # (a file read on its own takes its partitions' values from its directories under the source's)
     options = {"basePath": path, **_options(src)}
     return RecordFiles.referenced(df), RecordFiles.of(src.format, df.schema, options)

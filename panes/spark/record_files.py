@@ -27,8 +27,12 @@ REFERENCES = (REF_FILE, REF_ROW)
 INDEXED_FORMATS = ("parquet",)
 
 
+#: the hidden column of a file source's metadata
+METADATA = "_metadata"
+
+
 def _references() -> list[Column]:
-    return [F.col("_metadata.file_path").alias(REF_FILE), F.col("_metadata.row_index").alias(REF_ROW)]
+    return [F.col(f"{METADATA}.file_path").alias(REF_FILE), F.col(f"{METADATA}.row_index").alias(REF_ROW)]
 
 
 @dataclass(frozen=True)

@@ -69,3 +69,19 @@ def test_dead_letters_read_back_from_their_files(spark, tmp_path, monkeypatch, p
     late = json.loads(dead[1]["record"])
     assert late["registration_plate"] == "ZZ9 LATE" and late["passengers"] == 2
     assert late.get("part") == (2 if partitioned else None)
+
+
+def test_a_source_with_its_own_metadata_column_keeps_its_records(spark, tmp_path):
+    """A Parquet source whose records have a column ``_metadata`` (which hides Spark's) and a glob
+    path carry their records whole."""
+    from panes.io import read_stream, with_record_references
+    from panes.spec import SourceSpec
+
+    src = tmp_path / "own"
+    spark.createDataFrame([(1, "x")], "k LONG, _metadata STRING").write.parquet(str(src))
+    for path, referenced in ((src, False), (_parquet_files(spark, tmp_path, False), True)):
+        for glob in (False, True):
+            spec = SourceSpec(format="parquet", path=f"{path}/*.parquet" if glob else str(path))
+            df, records = with_record_references(read_stream(spark, spec), spec)
+            assert (records is not None) == (referenced and not glob)
+            assert ("__panes_record_row" in df.columns) == (records is not None)
