@@ -4,7 +4,6 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 SHELL  := /bin/bash
 # PySpark's transformWithState driver worker prints its own start-up chatter: keep the demo readable
 QUIET  := grep --line-buffered -v -e 'TransformWithStateInPandas Python worker' -e '^$$'
@@ -76,10 +75,10 @@ COMPAT_TESTS ?= tests/core tests/examples tests/properties tests/spark/test_repl
 COMPAT_REMOTE ?=
 # $(call compat_run,PYTHON): the suite's selection on that Python's PySpark, then the remote slice
 compat_run = echo "== PySpark $$($(1) -c 'import pyspark; print(pyspark.__version__)')"; \
-	  PYSPARK_PYTHON=$(CURDIR)/$(1) $(1) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal \
+	  $(1) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal \
 	    -m "not remote and not long" $(COMPAT_TESTS) || rc=1; \
 	  if [ -n "$(COMPAT_REMOTE)" ]; then \
-	    PYSPARK_PYTHON=$(CURDIR)/$(1) $(1) -m pytest -q -p no:cacheprovider -m "remote and remote_quick" \
+	    $(1) -m pytest -q -p no:cacheprovider -m "remote and remote_quick" \
 	      tests/remote || rc=1; \
 	  fi
 

@@ -40,7 +40,6 @@ DATA = HERE / "data"
 RESULTS = HERE / "results"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import numpy as np  # noqa: E402
 

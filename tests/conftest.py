@@ -6,7 +6,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "tests" / "scenarios").glob("*.yaml"))
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # user functions of the tests (combine_fns.py) must be importable by Spark's Python workers
 _extra = str(ROOT / "tests" / "spark")
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_extra, os.environ.get("PYTHONPATH", "")) if p)

@@ -63,6 +63,23 @@ def is_connect(spark) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect.")
 
 
+#: the Python of Spark's Python workers in a session on a local master (``panes_spark_python``), beside
+#: this Python when panes is installed
+WORKER_PYTHON = "panes-spark-python"
+
+
+def worker_python(master: str | None) -> str:
+    """The Python that Spark's Python workers run (``PYSPARK_PYTHON``, unless set already): on a
+    local master this environment's ``panes-spark-python`` (they import PySpark from the installed
+    package, with its cached bytecode, rather than from the copy Spark zips: see
+    ``panes_spark_python``), else, or when panes is not installed, this Python. (Not on a cluster:
+    its workers' machines may not have it.)"""
+    launcher = Path(sys.executable).parent / WORKER_PYTHON
+    if master and (master == "local" or master.startswith("local[")) and os.access(launcher, os.X_OK):
+        return str(launcher)
+    return sys.executable
+
+
 def get_spark(
     master: str | None = None,
     shuffle_partitions: int = 2,
@@ -84,7 +101,6 @@ def get_spark(
     pp = os.environ.get("PYTHONPATH", "")
     if pkg_root not in pp.split(os.pathsep):
         os.environ["PYTHONPATH"] = pkg_root + (os.pathsep + pp if pp else "")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -92,7 +108,9 @@ def get_spark(
         return active
     builder = SparkSession.builder.appName(app_name)
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:  # spark-submit sets the master itself
-        builder = builder.master(master or os.environ.get("PANES_MASTER", "local[2]"))
+        master = master or os.environ.get("PANES_MASTER", "local[2]")
+        builder = builder.master(master)
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python(master))
     for k, v in {**spark_conf(shuffle_partitions), **(conf or {})}.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
