@@ -17,7 +17,10 @@ windowed aggregation (the suite's ``window`` formulation) and panes' stateful pl
   micro-batch, the suite's callbacks) with ``StateProcessor``'s work in place of its processor's
   (``panes.spark.planner.DeferredProcessor`` replaced for the run): one count row per bucket, no
   engine, no panes;
-- ``panes``: ``panes.window(..., plan="stateful").write_stream`` as the suite runs it.
+- ``panes``: ``panes.window(..., plan="stateful").write_stream`` as the suite runs it;
+- ``panes_zipped``: ``panes`` with Spark's Python workers on this Python, which imports PySpark from
+  the zip Spark puts first on their path, in place of the session's ``panes-spark-python``
+  (``panes_spark_python``): what each query start costs without it (Spark's driver-side worker).
 
     .venv/bin/python benchmarks/stateful_floor.py [--size quick|full] [--rounds 4]
 
@@ -51,7 +54,7 @@ from workloads import benchmarks  # noqa: E402
 #: the whole state at the quick size (8 buckets of 27-31 KB), split over the buckets
 STATE_BYTES = 224_000
 FLOORS = ("tws_noop", "tws_state", "tws_two_jobs")
-SIDES = ("window", "panes", *FLOORS, "panes_null")
+SIDES = ("window", "panes", "panes_zipped", *FLOORS, "panes_null")
 
 
 class NoopProcessor(StatefulProcessor):
@@ -180,6 +183,20 @@ def null_processor(on: bool, buckets: int) -> Iterator[None]:
         planner.DeferredProcessor = deferred  # type: ignore[misc]
 
 
+@contextlib.contextmanager
+def workers_python(spark, python: str | None) -> Iterator[None]:
+    """Spark's Python workers run ``python`` for the queries planned in the block (None: the
+    session's): a query's Python functions take it from the SparkContext as they are planned."""
+    sc = spark.sparkContext
+    before = sc.pythonExec
+    if python is not None:
+        sc.pythonExec = python
+    try:
+        yield
+    finally:
+        sc.pythonExec = before
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", choices=sorted(SIZES), default="quick")
@@ -196,7 +213,10 @@ def main() -> None:
             if side in FLOORS:
                 secs[side].append(floor_run(spark, side, src, ds.schema(), a.timeout))
             else:
-                with null_processor(side == "panes_null", default_buckets(spark)):
+                with (
+                    null_processor(side == "panes_null", default_buckets(spark)),
+                    workers_python(spark, sys.executable if side == "panes_zipped" else None),
+                ):
                     r = run_stream(spark, bench, ds, "window" if side == "window" else "panes", src, 1, a.timeout)
                 if not r["finished"]:
                     raise RuntimeError(f"{side}: not finished")
