@@ -50,7 +50,8 @@ def _keep_or_clean(request, run_dir: Path) -> None:
 @pytest.fixture(scope="session")
 def connect_server(tmp_path_factory, request):
     """A Spark Connect server on 127.0.0.1 (driver ``local[2]``, panes' confs), its Python workers
-    running this Python with the repository on their path. ``.url`` is ``sc://127.0.0.1:PORT``."""
+    running the Python panes' session would give them (``worker_python``) with the repository on
+    their path. ``.url`` is ``sc://127.0.0.1:PORT``."""
     _need_java()
     run_dir = tmp_path_factory.mktemp("connect-server")
     server = ConnectServer(run_dir, env={"PYTHONPATH": PYTHONPATH})

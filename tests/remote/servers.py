@@ -31,7 +31,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from panes.spark.session import spark_conf
+from panes.spark.session import spark_conf, worker_python
 
 #: what panes needs of any Spark it runs on (its session's settings), without the driver memory,
 #: which is the server's own
@@ -347,7 +347,8 @@ class ConnectServer:
                         }
                     ),
                 ],
-                base_env(self.run_dir, self.env),
+                # (its workers' Python as panes' own session on that master would run them)
+                base_env(self.run_dir, self.env, python=worker_python(self.master)),
                 self.run_dir / "logs" / f"connect-{attempt}.log",
             )
             self.process.start()
