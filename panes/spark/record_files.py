@@ -25,8 +25,6 @@ REF_ROW = "__panes_record_row"
 REFERENCES = (REF_FILE, REF_ROW)
 #: the formats whose rows Spark indexes within their file
 INDEXED_FORMATS = ("parquet",)
-
-
 #: the hidden column of a file source's metadata
 METADATA = "_metadata"
 
