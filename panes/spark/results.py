@@ -183,9 +183,12 @@ class NativeStreamResult(WindowedResult):
         this process, the step of micro-batch ``batch_id`` (the one after the query's last) over
         one control row that moves the watermark to the end of time, as the control stream's
         record would in a micro-batch of its own, without starting a query for it. Its version of
-        the state is the one a micro-batch ``batch_id`` that Spark runs later rewrites."""
+        the state is the one a micro-batch ``batch_id`` that Spark runs later rewrites. For the
+        default trigger, that step's panes without the row (``NativeStream.end``)."""
         if self.stream is None or self.end_rows is None:
             raise ValueError("end_input ends the input of a stream that write_stream ran, with a control column")
+        if self.stream.end(self.source.sparkSession, batch_id, on_panes):
+            return
         with plan_building():
             rows = self.end_rows()
         self.stream.run(rows, batch_id, on_panes, on_dead_letters)

@@ -186,6 +186,40 @@ class NativeStream:
         on_panes(stepped.panes, batch_id)
         self.clean(batch_id)
 
+    def end(self, spark: Any, batch_id: int, on_panes: Callback) -> bool:
+        """Ends the input as micro-batch ``batch_id``, the step ``run`` would make of one control
+        row that moves the watermark to the end of time, for the default trigger without that row:
+        the kept windows still open all close, their panes straight from the kept tables, and no
+        window stays open (no table to write: no job but the panes'). Its meta, as that step's, is
+        the version a micro-batch ``batch_id`` that Spark runs later rewrites. False, and nothing
+        done, when the trigger fires (after_watermark: the step over the row decides its panes) or
+        no step told the tables' schema."""
+        if self.step.fires or self._schema is None:
+            return False
+        here = self.root / f"v{batch_id}"
+        shutil.rmtree(here, ignore_errors=True)
+        here.mkdir()
+        with plan_building():
+            kept = self.load(batch_id)
+            stepped = Stepped(END_OF_INPUT, [], False, self._end_panes(spark, kept))
+        self.commit(batch_id, kept, stepped)
+        self.watermark = END_OF_INPUT
+        on_panes(stepped.panes, batch_id)
+        self.clean(batch_id)
+        return True
+
+    def _end_panes(self, spark: Any, kept: Kept) -> DataFrame:
+        """The panes of the kept windows still open at ``kept.watermark`` (see ``end``): from one
+        table, which holds a window in one row, those of its open windows; from several
+        (``appends``), their windows' partials merged (``due``)."""
+        paths, wm = _paths(kept.tables), kept.watermark
+        if not self.closing(kept.tables, END_OF_INPUT):
+            return self._no_panes(spark, paths)
+        if len(paths) > 1:
+            return self.step.due(self._read(spark, paths), wm, END_OF_INPUT, self.ordered)
+        windows = self.step.open(self._read(spark, paths), wm, metrics=True)
+        return self.step.closed(windows, END_OF_INPUT, self.ordered, table=True)
+
     def watermark_at(self, batch_id: int) -> int | None:
         """The watermark after micro-batch ``batch_id`` as the store keeps it (None: no step wrote
         one), for a process that did not run the step: on Spark Connect, the server's
