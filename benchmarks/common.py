@@ -140,22 +140,30 @@ def start_spark():
     return spark
 
 
+#: the state store a session uses (unset: Spark's own, HDFS-backed)
+STATE_STORE_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+
+
 @contextlib.contextmanager
-def plain_checkpoints(spark):
+def plain_checkpoints(spark, state_store: bool = False):
     """A block in which plain Spark's queries run with Spark's own checkpoint file manager, as its
     users run them: panes' session switches it (``session.CHECKPOINT_FILE_MANAGER``; a streaming
     query reads it as it starts and as each micro-batch plans its state stores), which a plain
-    Spark user would have to set."""
+    Spark user would have to set. ``state_store``: and with Spark's own state store (panes' session
+    sets RocksDB), as the shared Nexmark harness runs plain Spark (``spark_nexmark.py``)."""
     from panes.spark.session import CHECKPOINT_FILE_MANAGER
 
-    before = spark.conf.get(CHECKPOINT_FILE_MANAGER, None)
-    if before is not None:
-        spark.conf.unset(CHECKPOINT_FILE_MANAGER)
+    keys = [CHECKPOINT_FILE_MANAGER, STATE_STORE_PROVIDER] if state_store else [CHECKPOINT_FILE_MANAGER]
+    before = {k: spark.conf.get(k, None) for k in keys}
+    for k, v in before.items():
+        if v is not None:
+            spark.conf.unset(k)
     try:
         yield
     finally:
-        if before is not None:
-            spark.conf.set(CHECKPOINT_FILE_MANAGER, before)
+        for k, v in before.items():
+            if v is not None:
+                spark.conf.set(k, v)
 
 
 def command_line() -> str:

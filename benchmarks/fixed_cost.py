@@ -9,7 +9,8 @@ each side does per micro-batch whatever its rows: jobs, stages, tasks, plan buil
     .venv/bin/python benchmarks/fixed_cost.py --data DIR     # a nexmark_gen.py data set instead
 
 Both sides run the same micro-batches: ``availableNow`` over the files, no end of the input (panes
-keeps its last windows open, as plain Spark's append mode does). The data: ``--bids`` bids at
+keeps its last windows open, as plain Spark's append mode does); plain Spark with its own state
+store and checkpoint file manager, as the shared Nexmark harness runs it. The data: ``--bids`` bids at
 ``--rate`` events per second of event time (33: each file of about 300 bids spans about 10 s, so
 about one window closes per micro-batch, as at 1M bids in 10 files at Nexmark's 10,000 per s).
 
@@ -148,7 +149,7 @@ def run_side(spark, prog: Progress, jvm: JvmCpu, side: str, q: str, data: str) -
     if side == "panes":
         run_spec(spec, spark=spark, progress=False)  # (it waits for its last progress event)
     else:
-        with plain_checkpoints(spark):
+        with plain_checkpoints(spark, state_store=True):
             w = df.writeStream.format("noop").outputMode("append").option("checkpointLocation", ck)
             sq = w.trigger(availableNow=True).start()
             sq.awaitTermination()

@@ -11,7 +11,8 @@ or ``--data DIR``, a data set of ``/work/shared/bench/nexmark_gen.py`` (``DIR/pa
 file per micro-batch. panes runs each query as the shared benchmark does (``panes_nexmark.py``:
 ``panes.runner.run_spec`` with noop sinks, ``available_now`` and the end of the input: every
 window closed); plain Spark as its ``spark_nexmark.py`` (``withWatermark`` 4 s +
-``groupBy(window)``, append mode, noop sink, ``availableNow``: its last windows stay open). The
+``groupBy(window)``, append mode, noop sink, ``availableNow``: its last windows stay open; Spark's
+own state store and checkpoint file manager, not panes' session's). The
 sides alternate, their order reversed every other round; the median time of ``--rounds`` gives
 events/s and the ratio (panes / plain). panes' account must balance (records in = counted + dead
 letters + in no window = the input's bids), else the run says MISMATCH and exits 1.
@@ -328,7 +329,7 @@ def run_plain(spark, prog: Progress, q: str, data: str, delay: str) -> dict:
     ck = tempfile.mkdtemp(prefix="plain-prof-")
     n = len(prog.events)
     t0 = time.time()
-    with plain_checkpoints(spark):
+    with plain_checkpoints(spark, state_store=True):
         df = plain_query(spark, q, data, delay)
         sq = df.writeStream.format("noop").outputMode("append").option("checkpointLocation", ck)
         sq = sq.trigger(availableNow=True).start()
