@@ -1,8 +1,9 @@
 """The native plan's end of the input in the driver (``NativeStream.end``): the panes of the kept
 windows straight from their tables, with no step run over the control row that moves the
 watermark to the end of time. Held equal to that step (the runner's ending with ``end`` declined)
-on streams with late rows, allowed lateness (the closing panes' holds), each window kind, and
-windows kept in several tables (their partials merged at the end)."""
+on streams with late rows, allowed lateness (the closing panes' holds), the native plan's window
+kinds (tumbling, hopping, sessions, global), and windows kept in several tables (their partials
+merged at the end)."""
 
 import json
 import os
@@ -50,7 +51,7 @@ def _run(spark, tmp_path, name: str, window, lateness: str) -> tuple[list, list,
         "watermark": {"max_delay": "2 seconds"},
         "allowed_lateness": lateness,
         "window": window,
-        "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}, "first_v": {"min": "v"}},
+        "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}, "least_v": {"min": "v"}},
         "source": {
             "format": "json",
             "path": str(src),
