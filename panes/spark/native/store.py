@@ -173,16 +173,29 @@ class NativeStream:
     def run(self, batch: DataFrame, batch_id: int, on_panes: Callback, on_dead_letters: Callback) -> None:
         """One micro-batch: ``batch``, the stream's rows prepared (``planner.prepare``) with the
         step's ``row_columns()``."""
-        shutil.rmtree(self.root / f"v{batch_id}", ignore_errors=True)
-        with plan_building():
-            kept = self.load(batch_id)
-            stepped = self.step_batch(batch, batch_id, kept)
-        self.commit(batch_id, kept, stepped)
-        self.watermark = stepped.watermark
-        if stepped.dead:  # (a micro-batch without dead letters does not call the callback: no empty job)
+
+        def dead(kept: Kept) -> None:
             with plan_building():
                 dead_letters = self.step.dead_letters(batch, kept.watermark, stream=True)
             on_dead_letters(dead_letters, batch_id)
+
+        self._version(batch_id, lambda kept: self.step_batch(batch, batch_id, kept), on_panes, dead)
+
+    def _version(
+        self, batch_id: int, make: Callable[[Kept], Stepped], on_panes: Callback, dead: Callable[[Kept], None]
+    ) -> None:
+        """Version ``batch_id`` of the store, from what the version before it kept: ``make``
+        plans the step, its meta is committed, then its dead letters (``dead``, only when it has
+        some: no empty job) and its panes go to the callbacks, and the versions no longer needed
+        go."""
+        shutil.rmtree(self.root / f"v{batch_id}", ignore_errors=True)
+        with plan_building():
+            kept = self.load(batch_id)
+            stepped = make(kept)
+        self.commit(batch_id, kept, stepped)
+        self.watermark = stepped.watermark
+        if stepped.dead:
+            dead(kept)
         on_panes(stepped.panes, batch_id)
         self.clean(batch_id)
 
@@ -196,16 +209,11 @@ class NativeStream:
         no step told the tables' schema."""
         if self.step.fires or self._schema is None:
             return False
-        here = self.root / f"v{batch_id}"
-        shutil.rmtree(here, ignore_errors=True)
-        here.mkdir()
-        with plan_building():
-            kept = self.load(batch_id)
-            stepped = Stepped(END_OF_INPUT, [], False, self._end_panes(spark, kept))
-        self.commit(batch_id, kept, stepped)
-        self.watermark = END_OF_INPUT
-        on_panes(stepped.panes, batch_id)
-        self.clean(batch_id)
+
+        def ended(kept: Kept) -> Stepped:  # (no dead letters: the row is a control row)
+            return Stepped(END_OF_INPUT, [], False, self._end_panes(spark, kept))
+
+        self._version(batch_id, ended, on_panes, lambda kept: None)
         return True
 
     def _end_panes(self, spark: Any, kept: Kept) -> DataFrame:
@@ -285,6 +293,7 @@ class NativeStream:
         meta = {"watermark": new_wm, "tables": after, "advance": moved}
         # (whole or not at all: a process killed while writing it must not leave half a meta)
         path = self.root / f"v{batch_id}" / "meta.json"
+        path.parent.mkdir(exist_ok=True)  # (a step that wrote no table: ``end``)
         tmp = path.with_name(".meta.json.tmp")
         tmp.write_text(json.dumps(meta))
         os.replace(tmp, path)
