@@ -145,7 +145,7 @@ STATE_STORE_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 
 
 @contextlib.contextmanager
-def plain_checkpoints(spark, state_store: bool = False):
+def plain_spark_settings(spark, state_store: bool = False):
     """A block in which plain Spark's queries run with Spark's own checkpoint file manager, as its
     users run them: panes' session switches it (``session.CHECKPOINT_FILE_MANAGER``; a streaming
     query reads it as it starts and as each micro-batch plans its state stores), which a plain

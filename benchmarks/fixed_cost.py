@@ -47,7 +47,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import RESULTS, generate_nexmark, merge_figures, meta_of, plain_checkpoints  # noqa: E402
+from common import RESULTS, generate_nexmark, merge_figures, meta_of, plain_spark_settings  # noqa: E402
 from nexmark_run import DELAY, Counted, Progress, panes_doc, plain_query  # noqa: E402
 from panes.runner import run_spec  # noqa: E402
 from panes.spark.session import get_spark  # noqa: E402
@@ -149,7 +149,7 @@ def run_side(spark, prog: Progress, jvm: JvmCpu, side: str, q: str, data: str) -
     if side == "panes":
         run_spec(spec, spark=spark, progress=False)  # (it waits for its last progress event)
     else:
-        with plain_checkpoints(spark, state_store=True):
+        with plain_spark_settings(spark, state_store=True):
             w = df.writeStream.format("noop").outputMode("append").option("checkpointLocation", ck)
             sq = w.trigger(availableNow=True).start()
             sq.awaitTermination()

@@ -41,7 +41,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import RESULTS, generate_nexmark, merge_figures, meta_of, plain_checkpoints  # noqa: E402
+from common import RESULTS, generate_nexmark, merge_figures, meta_of, plain_spark_settings  # noqa: E402
 from panes.runner import run_spec  # noqa: E402
 from panes.spark.session import get_spark  # noqa: E402
 from panes.spec import parse_run_spec  # noqa: E402
@@ -329,7 +329,7 @@ def run_plain(spark, prog: Progress, q: str, data: str, delay: str) -> dict:
     ck = tempfile.mkdtemp(prefix="plain-prof-")
     n = len(prog.events)
     t0 = time.time()
-    with plain_checkpoints(spark, state_store=True):
+    with plain_spark_settings(spark, state_store=True):
         df = plain_query(spark, q, data, delay)
         sq = df.writeStream.format("noop").outputMode("append").option("checkpointLocation", ck)
         sq = sq.trigger(availableNow=True).start()

@@ -87,7 +87,7 @@ from common import (  # noqa: E402
     meta_of,
     nexmark_schema,
     other_spark_jvms,
-    plain_checkpoints,
+    plain_spark_settings,
     sentinel_ms,
     set_mtimes,
     start_spark,
@@ -325,7 +325,7 @@ def _as_users_run(spark, side: str):
     (and with ``--plain-state-store spark`` its own state store)."""
     if side == "panes":
         return contextlib.nullcontext()
-    return plain_checkpoints(spark, state_store=PLAIN_ON_SPARKS_STATE_STORE)
+    return plain_spark_settings(spark, state_store=PLAIN_ON_SPARKS_STATE_STORE)
 
 
 def run_stream(spark, bench, ds: DataSet, side: str, src_dir: Path, fpt: int, timeout: float) -> dict:
