@@ -392,7 +392,10 @@ class BucketProcessor(StatefulProcessor):
             for c in self.output_columns:
                 v = b.get(c)
                 columns[c].extend(v if v is not None else [None] * n)
-        return pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in columns.items()})
+        # (object columns, as PySpark's conversion wants them; built by fromiter, which stores each
+        # value as it is, several times faster than a Series from a list)
+        n = len(columns[KIND])
+        return pd.DataFrame({c: np.fromiter(v, dtype=object, count=n) for c, v in columns.items()}, copy=False)
 
 
 # -- the processor's output as DataFrames -----------------------------------------------------------------

@@ -218,11 +218,14 @@ class Engine:
         self.holds.begin(state)
         emitted: list[Emitted] = []
         state.wake_event, state.wake_clock = END_OF_INPUT, None
+        # ([end-of-window timer pending][end] -> ``_due``: windows share their ends, each end's once)
+        due_of: tuple[dict, dict] = ({}, {})
         for key in list(state.keys):
             wins = state.keys[key]
             for w in list(wins):
                 ws = wins[w]
-                due = self._due(ws)
+                dues = due_of[ws.trig.eow]
+                due = dues.get(ws.end) or dues.setdefault(ws.end, self._due(ws))
                 if due > wm and not ws.trig.clock:
                     if due < state.wake_event:  # (most windows: no timer of theirs is due)
                         state.wake_event = due

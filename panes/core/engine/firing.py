@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from .. import rules
+from ..aggregates.base import AggregateFn
 from ..pipeline import Pipeline
 from ..rules import Reason
 from ..triggers import Ctx, TriggerMachine
@@ -66,6 +67,8 @@ class Firing:
         self.only_updated_panes = pipeline.only_updated_panes
         self.report_end = pipeline.window.report_end
         self.is_global = isinstance(pipeline.window, GlobalWindows)
+        #: an aggregate reads the pane's window (a window pipeline's table): else none is built
+        self.reads_window = any(type(a).extract_window is not AggregateFn.extract_window for a in self.aggs)
         #: dead letters of windows whose pipeline failed, until the engine takes them
         self.dead_letters: list[DeadLetter] = []
 
@@ -96,7 +99,7 @@ class Firing:
             ws.new_count == 0 or (not self.discarding and values_equal(values, ws.last_values))
         )
         if not skip:
-            order_key = (ws.end, ws.start, tuple(sort_key(v) for v in key))
+            order_key = (ws.end, ws.start, tuple(map(sort_key, key)))
             provisional = (2 if ws.new_count == 0 else 1) if undecided else 0
             if self.retracting:
                 retractions = self._retractions(state, key, ws)
@@ -135,6 +138,8 @@ class Firing:
         (an empty pane in discarding mode), each aggregate's value for no input."""
         if self.discarding and ws.new_count == 0 and not self.keeps_rows:
             return tuple(a.empty_value() for a in self.aggs)
+        if not self.reads_window:
+            return tuple([a.extract(acc) for a, acc in zip(self.aggs, ws.acc)])
         window = PaneWindow(key, None, None) if self.is_global else PaneWindow(key, ws.start, self.report_end(ws.end))
         return tuple(a.extract_window(acc, window) for a, acc in zip(self.aggs, ws.acc))
 
