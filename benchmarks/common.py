@@ -146,14 +146,15 @@ STATE_STORE_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 
 @contextlib.contextmanager
 def plain_spark_settings(spark, state_store: bool = False):
-    """A block in which plain Spark's queries run with Spark's own checkpoint file manager, as its
-    users run them: panes' session switches it (``session.CHECKPOINT_FILE_MANAGER``; a streaming
-    query reads it as it starts and as each micro-batch plans its state stores), which a plain
-    Spark user would have to set. ``state_store``: and with Spark's own state store (panes' session
+    """A block in which plain Spark's queries run with Spark's own checkpoint file manager and
+    RocksDB's snapshot checkpoints, as its users run them: panes' session switches both
+    (``session.CHECKPOINT_FILE_MANAGER``, ``session.CHANGELOG_CHECKPOINTS``; a streaming query
+    reads them as it starts and as each micro-batch plans its state stores), which a plain Spark
+    user would have to set. ``state_store``: and with Spark's own state store (panes' session
     sets RocksDB), as the shared Nexmark harness runs plain Spark (``spark_nexmark.py``)."""
-    from panes.spark.session import CHECKPOINT_FILE_MANAGER
+    from panes.spark.session import CHANGELOG_CHECKPOINTS, CHECKPOINT_FILE_MANAGER
 
-    keys = [CHECKPOINT_FILE_MANAGER, STATE_STORE_PROVIDER] if state_store else [CHECKPOINT_FILE_MANAGER]
+    keys = [CHECKPOINT_FILE_MANAGER, CHANGELOG_CHECKPOINTS, *([STATE_STORE_PROVIDER] if state_store else [])]
     before = {k: spark.conf.get(k, None) for k in keys}
     for k, v in before.items():
         if v is not None:

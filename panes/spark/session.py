@@ -14,11 +14,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+CHANGELOG_CHECKPOINTS = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
 
 def spark_conf(shuffle_partitions: int = 2) -> dict[str, str]:
     return {
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        # a state store's commit uploads the micro-batch's changes, not a snapshot of the store
+        # (snapshots are made in the background); Spark reads a checkpoint written either way
+        CHANGELOG_CHECKPOINTS: "true",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from jvm_calls import round_trips
 
-from panes.spark.session import CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_MANAGERS
+from panes.spark.session import CHANGELOG_CHECKPOINTS, CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_MANAGERS
 
 
 def _manager_class(spark, directory) -> str:
@@ -45,6 +45,44 @@ def test_a_checkpoint_written_that_way_keeps_its_logs_and_their_checksums(spark,
     for log in ("offsets", "commits", "sources/0"):
         names = sorted(f.name for f in (ck / log).iterdir())
         assert names == [".0.crc", "0"], log
+
+
+def _counts_per_key(spark, src, ck, changelog: str) -> dict:
+    """A streaming count per key over the directories in ``src`` (RocksDB state, complete mode), run to the
+    end of what is there with ``ck`` and changelog checkpoints ``changelog``: the counts."""
+    spark.conf.set(CHANGELOG_CHECKPOINTS, changelog)
+    name = f"counts_{changelog}_{ck.name}"
+    try:
+        q = (
+            spark.readStream.schema("k STRING")
+            .parquet(str(src / "*"))
+            .groupBy("k")
+            .count()
+            .writeStream.format("memory")
+            .queryName(name)
+            .outputMode("complete")
+            .option("checkpointLocation", str(ck))
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+        return {r["k"]: r["count"] for r in spark.table(name).collect()}
+    finally:
+        spark.conf.set(CHANGELOG_CHECKPOINTS, "true")
+
+
+def test_state_stores_commit_changelogs_and_continue_a_checkpoint_written_with_snapshots(spark, tmp_path):
+    # a commit writes the micro-batch's changes (<version>.changelog), not the store's files; a
+    # checkpoint an earlier panes wrote with snapshots only (<version>.zip) goes on from its state
+    assert spark.conf.get(CHANGELOG_CHECKPOINTS) == "true"
+    src, ck = tmp_path / "in", tmp_path / "ck"
+    spark.createDataFrame([("a",), ("b",), ("a",)], "k STRING").write.parquet(str(src / "1"))
+    store = ck / "state" / "0" / "0"
+    assert _counts_per_key(spark, src, ck, "false") == {"a": 2, "b": 1}
+    assert {"1.zip"} <= {f.name for f in store.iterdir()} and not list(store.glob("*.changelog"))
+    spark.createDataFrame([("a",), ("c",)], "k STRING").write.parquet(str(src / "2"))
+    assert _counts_per_key(spark, src, ck, "true") == {"a": 3, "b": 1, "c": 1}
+    assert [f.name for f in store.glob("*.changelog")] == ["2.changelog"]
 
 
 def _compiled(spark) -> int:
