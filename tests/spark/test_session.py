@@ -50,6 +50,7 @@ def test_a_checkpoint_written_that_way_keeps_its_logs_and_their_checksums(spark,
 def _counts_per_key(spark, src, ck, changelog: str) -> dict:
     """A streaming count per key over the directories in ``src`` (RocksDB state, complete mode), run to the
     end of what is there with ``ck`` and changelog checkpoints ``changelog``: the counts."""
+    before = spark.conf.get(CHANGELOG_CHECKPOINTS)
     spark.conf.set(CHANGELOG_CHECKPOINTS, changelog)
     name = f"counts_{changelog}_{ck.name}"
     try:
@@ -68,7 +69,7 @@ def _counts_per_key(spark, src, ck, changelog: str) -> dict:
         q.awaitTermination()
         return {r["k"]: r["count"] for r in spark.table(name).collect()}
     finally:
-        spark.conf.set(CHANGELOG_CHECKPOINTS, "true")
+        spark.conf.set(CHANGELOG_CHECKPOINTS, before)
 
 
 def test_state_stores_commit_changelogs_and_continue_a_checkpoint_written_with_snapshots(spark, tmp_path):
