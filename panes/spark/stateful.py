@@ -394,8 +394,7 @@ class BucketProcessor(StatefulProcessor):
                 columns[c].extend(v if v is not None else [None] * n)
         # (object columns, as PySpark's conversion wants them; built by fromiter, which stores each
         # value as it is, several times faster than a Series from a list)
-        n = len(columns[KIND])
-        return pd.DataFrame({c: np.fromiter(v, dtype=object, count=n) for c, v in columns.items()}, copy=False)
+        return pd.DataFrame({c: np.fromiter(v, dtype=object, count=len(v)) for c, v in columns.items()}, copy=False)
 
 
 # -- the processor's output as DataFrames -----------------------------------------------------------------
