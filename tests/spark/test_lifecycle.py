@@ -3,7 +3,8 @@ the same run again, five times over, then the input ended: the panes and dead le
 one run over all the files (on the stateful plan ``make test`` runs three files, ``make test-long``
 six); a changed spec on that checkpoint is refused naming the field and the
 checkpoint; once the input ended, new files are refused and a run with nothing new has nothing to
-do. On the native and the stateful plan."""
+do. On the native and the stateful plan. And (long) a stateful checkpoint whose stores an earlier panes
+wrote as snapshots only goes on with changelog checkpoints."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from click.testing import CliRunner
 
 from panes import cli
 from panes.runner import run_spec
+from panes.spark.session import CHANGELOG_CHECKPOINTS
 from panes.spec import load_run_spec
 from tests.chaos import outputs, spec, write_input
 
@@ -78,3 +80,29 @@ def _point_at(spec_path: Path, data: Path) -> None:
     doc = yaml.safe_load(spec_path.read_text())
     doc["source"]["path"] = str(data)
     spec_path.write_text(yaml.safe_dump(doc))
+
+
+@pytest.mark.long
+def test_a_stateful_checkpoint_written_with_snapshots_goes_on_with_changelog_checkpoints(spark, tmp_path):
+    # a checkpoint of a panes before changelog checkpoints (its stores' snapshots only), run on by
+    # this one: the panes and dead letters of one run
+    write_input(tmp_path / "all", files=2)
+    whole = spec(tmp_path / "whole", "stateful")
+    _point_at(whole, tmp_path / "all")
+    _run(whole, spark, end_input=True)
+    arriving = tmp_path / "arriving"
+    arriving.mkdir()
+    path = spec(tmp_path / "repeated", "stateful")
+    _point_at(path, arriving)
+    stores = tmp_path / "repeated" / "checkpoint"
+    shutil.copy2(tmp_path / "all" / "part-0.json", arriving / "part-0.json")
+    spark.conf.set(CHANGELOG_CHECKPOINTS, "false")
+    try:
+        _run(path, spark)
+    finally:
+        spark.conf.set(CHANGELOG_CHECKPOINTS, "true")
+    assert list(stores.rglob("*.zip")) and not list(stores.rglob("*.changelog"))
+    shutil.copy2(tmp_path / "all" / "part-1.json", arriving / "part-1.json")
+    _run(path, spark, end_input=True)
+    assert list(stores.rglob("*.changelog"))
+    assert outputs(tmp_path / "repeated") == outputs(tmp_path / "whole")
