@@ -11,6 +11,7 @@ import os
 import pytest
 
 from tests.chaos import chaos
+from tests.spark.session_conf import session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -51,11 +52,8 @@ def test_a_run_killed_after_the_file_source_compacted_its_log_for_a_micro_batch_
         compacted = [line for n in (0, 1) for line in (log / str(n)).read_text().splitlines()[1:]]
         (log / "2.compact").write_text("\n".join(["v1", *compacted, listed]))
 
-    spark.conf.set(COMPACT_INTERVAL, "3")
-    try:
+    with session_conf(spark, COMPACT_INTERVAL, "3"):
         _killed_after_listing(spark, tmp_path, compaction)
-    finally:
-        spark.conf.unset(COMPACT_INTERVAL)
 
 
 def _killed_after_listing(spark, tmp_path, write_entry) -> None:

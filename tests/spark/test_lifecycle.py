@@ -20,6 +20,7 @@ from panes.runner import run_spec
 from panes.spark.session import CHANGELOG_CHECKPOINTS
 from panes.spec import load_run_spec
 from tests.chaos import outputs, spec, write_input
+from tests.spark.session_conf import session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -96,11 +97,8 @@ def test_a_stateful_checkpoint_written_with_snapshots_goes_on_with_changelog_che
     _point_at(path, arriving)
     stores = tmp_path / "repeated" / "checkpoint"
     shutil.copy2(tmp_path / "all" / "part-0.json", arriving / "part-0.json")
-    spark.conf.set(CHANGELOG_CHECKPOINTS, "false")
-    try:
+    with session_conf(spark, CHANGELOG_CHECKPOINTS, "false"):
         _run(path, spark)
-    finally:
-        spark.conf.set(CHANGELOG_CHECKPOINTS, "true")
     assert list(stores.rglob("*.zip")) and not list(stores.rglob("*.changelog"))
     shutil.copy2(tmp_path / "all" / "part-1.json", arriving / "part-1.json")
     _run(path, spark, end_input=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from jvm_calls import round_trips
 
 from panes.spark.session import CHANGELOG_CHECKPOINTS, CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_MANAGERS
+from tests.spark.session_conf import session_conf
 
 
 def _manager_class(spark, directory) -> str:
@@ -50,10 +51,8 @@ def test_a_checkpoint_written_that_way_keeps_its_logs_and_their_checksums(spark,
 def _counts_per_key(spark, src, ck, changelog: str) -> dict:
     """A streaming count per key over the directories in ``src`` (RocksDB state, complete mode), run to the
     end of what is there with ``ck`` and changelog checkpoints ``changelog``: the counts."""
-    before = spark.conf.get(CHANGELOG_CHECKPOINTS)
-    spark.conf.set(CHANGELOG_CHECKPOINTS, changelog)
     name = f"counts_{changelog}_{ck.name}"
-    try:
+    with session_conf(spark, CHANGELOG_CHECKPOINTS, changelog):
         q = (
             spark.readStream.schema("k STRING")
             .parquet(str(src / "*"))
@@ -67,9 +66,7 @@ def _counts_per_key(spark, src, ck, changelog: str) -> dict:
             .start()
         )
         q.awaitTermination()
-        return {r["k"]: r["count"] for r in spark.table(name).collect()}
-    finally:
-        spark.conf.set(CHANGELOG_CHECKPOINTS, before)
+    return {r["k"]: r["count"] for r in spark.table(name).collect()}
 
 
 def test_state_stores_commit_changelogs_and_continue_a_checkpoint_written_with_snapshots(spark, tmp_path):

@@ -10,6 +10,7 @@ import os
 import pytest
 
 from panes.spec import parse_run_spec
+from tests.spark.session_conf import session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -60,12 +61,8 @@ def _late_record(spark, tmp_path, doc: dict) -> dict:
     ],
 )
 def test_a_dead_letter_holds_its_timestamps_as_pyspark_gives_them(spark, tmp_path, zone, t, seen):
-    before = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", zone)
-    try:
+    with session_conf(spark, "spark.sql.session.timeZone", zone):
         record = _late_record(spark, tmp_path, _doc(tmp_path))
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", before)
     assert record == {"k": "a", "t": t, "seen": seen, "v": 2}
 
 
