@@ -23,12 +23,15 @@ jobs and stages, ``triggerExecution`` and ``addBatch`` of Spark's progress, the 
 (their wall-clock union) and ``outside`` = addBatch less that (the driver's Python, plan building
 and JVM round trips), and the jobs run outside any micro-batch (panes' end of input runs its
 step in the driver). ``--phases`` names panes' jobs by the phase that ran them and times the
-phases. Job counts are robust to a loaded machine; times are not: compare the sides of one run.
-``--write`` merges ``nexmark_<query>_run`` into ``results/latest.json``."""
+phases. ``--jfr DIR`` records the JVM during each timed run (``jvm_profile``: Java Flight Recorder,
+``DIR/<query>_<side>_r<round>.jfr``) and adds where its time went to the JSON line ("jvm"), with a
+table per query at the end. Job counts are robust to a loaded machine; times are not: compare the
+sides of one run. ``--write`` merges ``nexmark_<query>_run`` into ``results/latest.json``."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -42,11 +45,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from common import RESULTS, generate_nexmark, merge_figures, meta_of, plain_spark_settings  # noqa: E402
+from jvm_profile import CATEGORIES, Recording  # noqa: E402
 from panes.runner import run_spec  # noqa: E402
 from panes.spark.session import get_spark  # noqa: E402
 from panes.spec import parse_run_spec  # noqa: E402
 from panes_nexmark import QUERIES  # noqa: E402
 
+#: the categories of ``--jfr``'s table, with those of samples no pattern matched
+CATEGORY_NAMES = [name for name, _ in CATEGORIES] + ["other: streaming engine", "other"]
 #: the shared benchmark's watermark delay (Nexmark's)
 DELAY = "4 seconds"
 
@@ -366,17 +372,47 @@ def rounds(spark, prog: Progress, a: argparse.Namespace, data: str, bids: int) -
         for q in a.queries.split(","):
             sides = a.sides.split(",")
             for side in sides if r % 2 == 0 else sides[::-1]:
-                if side == "panes":
-                    out = run_panes(spark, prog, q, data, DELAY, a.plan)
-                    out["balanced"] = balanced(out, bids)
-                else:
-                    out = run_plain(spark, prog, q, data, DELAY)
+                with recorded(spark, a.jfr, f"{q}_{side}_r{r}") as rec:
+                    if side == "panes":
+                        out = run_panes(spark, prog, q, data, DELAY, a.plan)
+                        out["balanced"] = balanced(out, bids)
+                    else:
+                        out = run_plain(spark, prog, q, data, DELAY)
+                if rec is not None:
+                    out["jvm"] = rec.profile()
                 out.update(query=q, side=side, plan=a.plan if side == "panes" else "-", round=r)
                 out["events_per_s"] = round(bids / out["seconds"])
                 out["load_1min"] = round(os.getloadavg()[0], 1)
                 print(json.dumps(out), flush=True)
                 runs.setdefault((q, side), []).append(out)
     return runs
+
+
+@contextlib.contextmanager
+def recorded(spark, directory: str, name: str):
+    """A JFR recording (``jvm_profile.Recording``) of the block in ``directory`` (none: "")."""
+    if not directory:
+        yield None
+        return
+    with Recording(spark, Path(directory) / f"{name}.jfr") as rec:
+        yield rec
+
+
+def jvm_table(runs: dict, q: str) -> None:
+    """Where the JVM's time went in ``q``'s runs (``--jfr``): ms per category, median over rounds."""
+    sides = [s for s in ("panes", "plain") if runs.get((q, s)) and "jvm" in runs[(q, s)][0]]
+    if not sides:
+        return
+    med = {
+        s: {k: statistics.median(r["jvm"]["samples_ms"].get(k, 0) for r in runs[(q, s)]) for k in CATEGORY_NAMES}
+        for s in sides
+    }
+    jit = {s: statistics.median(r["jvm"]["jit_ms"] for r in runs[(q, s)]) for s in sides}
+    print(f"{q}: the JVM's sampled ms by category (median of the rounds): " + "  ".join(sides))
+    for k in sorted(CATEGORY_NAMES, key=lambda k: -med[sides[0]][k]):
+        if any(med[s][k] for s in sides):
+            print(f"  {k:24}" + "".join(f"{med[s][k]:>8.0f}" for s in sides))
+    print(f"  {'JIT compilations >=100ms':24}" + "".join(f"{jit[s]:>8.0f}" for s in sides), flush=True)
 
 
 def main() -> int:
@@ -390,6 +426,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--phases", action="store_true", help="name panes' jobs and time its phases")
     ap.add_argument("--write", action="store_true", help="merge the figures into results/latest.json")
+    ap.add_argument("--jfr", default="", help="record the JVM of each timed run in DIR (jvm_profile)")
     a = ap.parse_args()
     data, bids = source(a)
     spark = get_spark()
@@ -422,6 +459,8 @@ def main() -> int:
             f"  ratio {med['plain'] / med['panes']:.3f}",
             flush=True,
         )
+    for q in a.queries.split(","):
+        jvm_table(runs, q)
     print(json.dumps({"load_1min_at_start": round(load, 1), "load_1min_at_end": round(os.getloadavg()[0], 1)}))
     if not ok:
         print("MISMATCH: a panes run's account did not balance (see its JSON line)", flush=True)
