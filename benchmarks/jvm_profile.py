@@ -45,6 +45,8 @@ CATEGORIES = [
     ("listeners", r"ListenerBus|AsyncEventQueue"),
 ]
 _COMPILED = [(name, re.compile(rx, re.M)) for name, rx in CATEGORIES]
+#: the frames JFR keeps of a sample's stack
+STACK_DEPTH = 2048
 #: JIT compilations JFR's "profile" settings record (at least this long)
 JIT_THRESHOLD = "100 ms"
 
@@ -62,7 +64,7 @@ def category(stack: list[str], thread: str = "") -> str:
 
 def samples(jfr: Path) -> list[tuple[str, list[str]]]:
     """(thread, frames innermost first) of each execution sample in a recording."""
-    text = _print(jfr, "jdk.ExecutionSample", "--stack-depth", "300")
+    text = _print(jfr, "jdk.ExecutionSample", "--stack-depth", str(STACK_DEPTH))
     out = []
     for block in text.split("jdk.ExecutionSample {")[1:]:
         thread = re.search(r'sampledThread = "([^"]*)"', block)
@@ -128,6 +130,9 @@ class Recording:
         self.name = f"panes-{self.path.stem}"
         if Recording._settings is None:
             Recording._settings = settings(Path(tempfile.mkdtemp(prefix="panes-jfr-")))
+            # (JFR keeps 64 frames of a stack by default: Catalyst's recursion is deeper, and a
+            # sample cut there loses the frames that tell its category; set before any recording)
+            self._jcmd("JFR.configure", f"stackdepth={STACK_DEPTH}")
 
     def __enter__(self) -> Recording:
         self.path.parent.mkdir(parents=True, exist_ok=True)
