@@ -1,9 +1,10 @@
-"""Where the driver JVM's time goes during a run: Java Flight Recorder (JDK's ``jcmd`` and ``jfr``)
-samples the JVM's Java threads every 2 ms; each sample counts once, in the first category its
-stack matches (``CATEGORIES``: Catalyst's analysis, optimizer and physical planning, the tasks'
-generated code, the state store, Arrow, task serialization ...), and the JIT compilations of
-100 ms or more are summed (compiler threads are not sampled: on 2 cores they take CPU from the
-rest). Samples cover Java code only: not the Python workers, not native code, not waiting.
+"""Where the driver JVM's time goes during a run: Java Flight Recorder (the JDK's ``jcmd`` and
+``jfr`` on the PATH, of the JVM's Java version) samples the JVM's Java threads every 2 ms; each
+sample counts once, in the first category its stack matches (``CATEGORIES``: Catalyst's analysis,
+optimizer and physical planning, the tasks, the state store, Arrow, task serialization ...), and
+the JIT compilations of 100 ms or more are summed (compiler threads are not sampled: on 2 cores
+they take CPU from the rest). Samples cover Java code only: not the Python workers, not native
+code, not waiting.
 
     with Recording(spark, "/tmp/prof/panes_tw_agg.jfr") as rec:
         ...the run...
@@ -38,7 +39,7 @@ CATEGORIES = [
     ("tasks: generated code", r"GeneratedClass"),
     ("tasks: other", r"executor\.Executor\$TaskRunner\.run"),
     ("Arrow", r"[Aa]rrow"),
-    ("serialization", r"JavaSerializer|ObjectOutputStream|ObjectInputStream|ClosureCleaner"),
+    ("serialization, closure cleaning", r"JavaSerializer|ObjectOutputStream|ObjectInputStream|ClosureCleaner"),
     ("py4j", r"py4j\."),
     ("scheduler", r"DAGScheduler|TaskScheduler|TaskSetManager"),
     ("checkpoint logs", r"HDFSMetadataLog|CheckpointFileManager"),
@@ -47,8 +48,6 @@ CATEGORIES = [
 _COMPILED = [(name, re.compile(rx, re.M)) for name, rx in CATEGORIES]
 #: the frames JFR keeps of a sample's stack
 STACK_DEPTH = 2048
-#: JIT compilations JFR's "profile" settings record (at least this long)
-JIT_THRESHOLD = "100 ms"
 
 
 def category(stack: list[str], thread: str = "") -> str:
@@ -75,7 +74,8 @@ def samples(jfr: Path) -> list[tuple[str, list[str]]]:
 
 
 def jit(jfr: Path) -> tuple[int, float]:
-    """The JIT compilations a recording holds (``JIT_THRESHOLD`` or longer) and their total ms."""
+    """The JIT compilations a recording holds (JFR's "profile" settings keep those of 100 ms or
+    more) and their total ms."""
     ms = []
     for block in _print(jfr, "jdk.Compilation").split("jdk.Compilation {")[1:]:
         d = re.search(r"duration = ([\d.]+) (ms|s)\b", block)
@@ -123,6 +123,7 @@ class Recording:
     written to ``path``."""
 
     _settings: Path | None = None
+    _configured: set[str] = set()  # (the JVMs whose stack depth is set)
 
     def __init__(self, spark, path: str | Path):
         self.pid = str(spark._jvm.java.lang.ProcessHandle.current().pid())
@@ -130,9 +131,11 @@ class Recording:
         self.name = f"panes-{self.path.stem}"
         if Recording._settings is None:
             Recording._settings = settings(Path(tempfile.mkdtemp(prefix="panes-jfr-")))
+        if self.pid not in Recording._configured:
             # (JFR keeps 64 frames of a stack by default: Catalyst's recursion is deeper, and a
             # sample cut there loses the frames that tell its category; set before any recording)
             self._jcmd("JFR.configure", f"stackdepth={STACK_DEPTH}")
+            Recording._configured.add(self.pid)
 
     def __enter__(self) -> Recording:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -411,8 +411,8 @@ def jvm_table(runs: dict, q: str) -> None:
     print(f"{q}: the JVM's sampled ms by category (median of the rounds): " + "  ".join(sides))
     for k in sorted(CATEGORY_NAMES, key=lambda k: -med[sides[0]][k]):
         if any(med[s][k] for s in sides):
-            print(f"  {k:24}" + "".join(f"{med[s][k]:>8.0f}" for s in sides))
-    print(f"  {'JIT compilations >=100ms':24}" + "".join(f"{jit[s]:>8.0f}" for s in sides), flush=True)
+            print(f"  {k:32}" + "".join(f"{med[s][k]:>8.0f}" for s in sides))
+    print(f"  {'JIT compilations >=100ms':32}" + "".join(f"{jit[s]:>8.0f}" for s in sides), flush=True)
 
 
 def main() -> int:
