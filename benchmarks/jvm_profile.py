@@ -97,7 +97,10 @@ def profile(jfr: Path) -> dict:
 
 def _print(jfr: Path, event: str, *options: str) -> str:
     command = ["jfr", "print", "--events", event, *options, str(jfr)]
-    return subprocess.run(command, capture_output=True, text=True).stdout
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:  # (else a recording it cannot read would count no sample)
+        raise RuntimeError(f"{' '.join(command)}: {done.stderr.strip()}")
+    return done.stdout
 
 
 def settings(directory: Path) -> Path:
