@@ -45,14 +45,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from common import RESULTS, generate_nexmark, merge_figures, meta_of, plain_spark_settings  # noqa: E402
-from jvm_profile import CATEGORIES, Recording  # noqa: E402
+from jvm_profile import Recording  # noqa: E402
 from panes.runner import run_spec  # noqa: E402
 from panes.spark.session import get_spark  # noqa: E402
 from panes.spec import parse_run_spec  # noqa: E402
 from panes_nexmark import QUERIES  # noqa: E402
 
-#: the categories of ``--jfr``'s table, with those of samples no pattern matched
-CATEGORY_NAMES = [name for name, _ in CATEGORIES] + ["other: streaming engine", "other"]
 #: the shared benchmark's watermark delay (Nexmark's)
 DELAY = "4 seconds"
 
@@ -403,13 +401,13 @@ def jvm_table(runs: dict, q: str) -> None:
     sides = [s for s in ("panes", "plain") if runs.get((q, s)) and "jvm" in runs[(q, s)][0]]
     if not sides:
         return
+    names = {k for s in sides for r in runs[(q, s)] for k in r["jvm"]["samples_ms"]}
     med = {
-        s: {k: statistics.median(r["jvm"]["samples_ms"].get(k, 0) for r in runs[(q, s)]) for k in CATEGORY_NAMES}
-        for s in sides
+        s: {k: statistics.median(r["jvm"]["samples_ms"].get(k, 0) for r in runs[(q, s)]) for k in names} for s in sides
     }
     jit = {s: statistics.median(r["jvm"]["jit_ms"] for r in runs[(q, s)]) for s in sides}
     print(f"{q}: the JVM's sampled ms by category (median of the rounds): " + "  ".join(sides))
-    for k in sorted(CATEGORY_NAMES, key=lambda k: -med[sides[0]][k]):
+    for k in sorted(names, key=lambda k: -med[sides[0]][k]):
         if any(med[s][k] for s in sides):
             print(f"  {k:32}" + "".join(f"{med[s][k]:>8.0f}" for s in sides))
     print(f"  {'JIT compilations >=100ms':32}" + "".join(f"{jit[s]:>8.0f}" for s in sides), flush=True)
