@@ -1,9 +1,9 @@
 """Where the driver JVM's time goes during a run: Java Flight Recorder (the JDK's ``jcmd`` and
-``jfr`` on the PATH, of the JVM's Java version) samples the JVM's Java threads every 2 ms; each
-sample counts once, in the first category its stack matches (``CATEGORIES``: Catalyst's analysis,
-optimizer and physical planning, the tasks, the state store, Arrow, task serialization ...), and
-the JIT compilations of 100 ms or more are summed (compiler threads are not sampled: on 2 cores
-they take CPU from the rest). Samples cover Java code only: not the Python workers, not native
+``jfr`` on the PATH, of the JVM's Java version: ``openjdk-17-jdk-headless``, which ``make setup``'s
+Java runtime lacks) samples the JVM's Java threads every 2 ms; each sample counts once, in the first
+category its stack matches (``CATEGORIES``: Catalyst's analysis, optimizer and physical planning,
+the tasks, the state store, Arrow, task serialization ...), and the JIT compilations of 100 ms or
+more are summed (compiler threads are not sampled: on 2 cores they take CPU from the rest). Samples cover Java code only: not the Python workers, not native
 code, not waiting.
 
     with Recording(spark, "/tmp/prof/panes_tw_agg.jfr") as rec:
@@ -17,6 +17,7 @@ threads per period, not all)."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import tempfile
 from collections import Counter
@@ -129,6 +130,9 @@ class Recording:
     _configured: set[str] = set()  # (the JVMs whose stack depth is set)
 
     def __init__(self, spark, path: str | Path):
+        missing = [tool for tool in ("jcmd", "jfr") if shutil.which(tool) is None]
+        if missing:  # (make setup installs Java's runtime, which has neither)
+            raise RuntimeError(f"no {' or '.join(missing)}: the JDK has them (apt-get install openjdk-17-jdk-headless)")
         self.pid = str(spark._jvm.java.lang.ProcessHandle.current().pid())
         self.path = Path(path)
         self.name = f"panes-{self.path.stem}"
