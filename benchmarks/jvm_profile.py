@@ -3,8 +3,8 @@
 Java runtime lacks) samples the JVM's Java threads every 2 ms; each sample counts once, in the first
 category its stack matches (``CATEGORIES``: Catalyst's analysis, optimizer and physical planning,
 the tasks, the state store, Arrow, task serialization ...), and the JIT compilations of 100 ms or
-more are summed (compiler threads are not sampled: on 2 cores they take CPU from the rest). Samples cover Java code only: not the Python workers, not native
-code, not waiting.
+more are summed (compiler threads are not sampled: on 2 cores they take CPU from the rest).
+Samples cover Java code only: not the Python workers, not native code, not waiting.
 
     with Recording(spark, "/tmp/prof/panes_tw_agg.jfr") as rec:
         ...the run...
