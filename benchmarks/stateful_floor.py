@@ -10,9 +10,9 @@ windowed aggregation (the suite's ``window`` formulation) and panes' stateful pl
   no state and gives one row per bucket; ``foreachBatch`` aggregates its output and collects it;
 - ``tws_state``: the same, and each bucket reads and writes its share of 224 KB (8 buckets' state
   at this size is 27-31 KB each) and keeps one timer, as panes' processor does, with no engine;
-- ``tws_two_jobs``: ``tws_state`` with the output cached and read by two jobs (a collect of the
-  bucket rows, then the aggregation): the shape of panes' micro-batch (its decisions, then the
-  callbacks);
+- ``tws_two_jobs``: ``tws_state`` with the output held as panes holds it (``stateful_batch.held``)
+  and read by two jobs (a collect of the bucket rows, then the aggregation): the shape of panes'
+  micro-batch (its decisions, then the callbacks);
 - ``panes_null``: panes' stateful plan whole (its prepared input, its operator, its driver's
   micro-batch, the suite's callbacks) with ``StateProcessor``'s work in place of its processor's
   (``panes.spark.planner.DeferredProcessor`` replaced for the run): one count row per bucket, no
@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import start_spark, stream_input  # noqa: E402
 from panes.spark.bucket_layout import bucket_column, default_buckets  # noqa: E402
+from panes.spark.stateful_batch import held  # noqa: E402
 from suite import SIZES, load_data_set, run_stream  # noqa: E402
 from workloads import benchmarks  # noqa: E402
 
@@ -148,12 +149,13 @@ def floor_run(spark, side: str, src_dir: Path, schema, timeout: float) -> float:
         got = {"rows": 0}
 
         def each(df, batch_id):
+            release = None
             if side == "tws_two_jobs":
-                df = df.cache()
+                df, release = held(df)
                 df.filter(F.col("rows") > 0).collect()
             got["rows"] += df.agg(F.sum("rows")).collect()[0][0] or 0
-            if side == "tws_two_jobs":
-                df.unpersist()
+            if release is not None:
+                release()
 
         q = out.writeStream.foreachBatch(each).option("checkpointLocation", ck).trigger(availableNow=True).start()
         if not q.awaitTermination(timeout):
