@@ -45,10 +45,9 @@ def held(batch: DataFrame) -> tuple[DataFrame, Callable[[], object]]:
     """The micro-batch's output, kept for the jobs that read it as the first computes it (the
     operator runs once), and what lets it go. On classic Spark its rows as they are
     (``localCheckpoint(eager=False)``), not Spark's columnar cache, whose building (each column
-    encoded, with its statistics) was a good part of the operator's job: a run of the quick
-    ``state_bounded_stateful`` 4 % faster (scratch A/B of 4 pairs, each faster); let go through
-    the ``LogicalRDD`` it reads (Spark drops a checkpoint's blocks only once the JVM collects its
-    RDD). On Spark Connect, cached (the server's checkpoints are its to drop)."""
+    encoded, with its statistics) costs more than the rows' copy; let go through the
+    ``LogicalRDD`` it reads (Spark drops a checkpoint's blocks only once the JVM collects its RDD).
+    On Spark Connect, cached (the server's checkpoints are its to drop)."""
     if is_connect(batch.sparkSession):
         cached = batch.cache()
         return cached, cached.unpersist

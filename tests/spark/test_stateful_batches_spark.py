@@ -50,11 +50,12 @@ def test_one_job_runs_the_operator_and_the_callbacks_get_only_what_there_is(spar
     df = spark.readStream.schema("k STRING, t LONG").option("maxFilesPerTrigger", 1).json(str(src))
     result = panes.window(df, {**PIPELINE, "allowed_lateness": lateness}, buckets=4, plan="stateful")
     got: list = []
-    kept: list = []  # (partitions held while each callback runs, and after the micro-batch)
+    kept: list = []  # (partitions held while each callback runs)
+    before = _kept_partitions(spark)  # (what other tests of the session left)
 
     def on_panes(d, i):
         got.append(("P", i, result.no_panes(d), [(r["k"], r["n"], r["timing"]) for r in d.collect()]))
-        kept.append((i, _kept_partitions(spark)))
+        kept.append((i, _kept_partitions(spark) - before))
 
     def on_dead(d, i):
         got.append(("D", i, False, [(r["reason"], json.loads(r["record"])) for r in d.collect()]))
@@ -66,10 +67,10 @@ def test_one_job_runs_the_operator_and_the_callbacks_get_only_what_there_is(spar
             path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
             os.utime(path, (1_600_000_000 + n,) * 2)
             q.processAllAvailable()
-            kept.append(("after", _kept_partitions(spark)))
         run_id = str(q.runId)
     finally:
         q.stop()
+    after = _kept_partitions(spark) - before
     assert got == [
         ("P", 0, True, []),
         ("P", 1, False, [("a", 1, "ON_TIME")]),
@@ -80,7 +81,7 @@ def test_one_job_runs_the_operator_and_the_callbacks_get_only_what_there_is(spar
     # empty one reads nothing)
     assert _jobs_per_batch(spark, run_id) == {0: 1, 1: 2, 2: 2}
     # the operator's output of a micro-batch is held for its callbacks (``held``: each of its
-    # partitions, one per shuffle partition) and let go after them
+    # partitions, one per shuffle partition) and let go after them (held still, the next
+    # micro-batch's callbacks would see them too)
     parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    assert [k for k in kept if k[0] != "after"] == [(0, parts), (1, parts), (2, parts)]
-    assert [n for tag, n in kept if tag == "after"][-1] == 0
+    assert kept == [(0, parts), (1, parts), (2, parts)] and after == 0
