@@ -1,8 +1,8 @@
 """One micro-batch of the stateful plan on the driver, in ``foreachBatch``
 (``StatefulStreamResult.write_stream``).
 
-The processor's output of the micro-batch is kept (``held``), and one job runs the operator and collects
-the few rows the driver reads: each call's count row (kind "C": what it read, counted and emitted,
+The processor's output of the micro-batch is kept (``held``), and one job runs the operator and
+collects the few rows the driver reads: each call's count row (kind "C": what it read, counted and emitted,
 ``stateful_counts``) and, with allowed lateness, the buckets' reports and the undecided panes, which
 ``settling`` decides. The callbacks then get only what there is: the dead-letter callback is not
 called for a micro-batch without dead letters (as on the native plan), and a micro-batch without
