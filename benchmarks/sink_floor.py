@@ -28,7 +28,7 @@ to noop), micro-batch by micro-batch while the query goes on (``Delivery``).
 ``--data``: a ``../shared/bench/nexmark_gen.py`` data set (``make bench-shared`` makes 1M bids in
 ``~/.cache/panes-bench/data/b1m``), one micro-batch per file. Prints each side's seconds and
 windows out per round, and the medians' ratios to plain Spark (above 1: faster). Exit status 1
-when the sink's windows out differ from plain Spark's."""
+when a sink side's windows out differ from plain Spark's."""
 
 from __future__ import annotations
 
@@ -292,11 +292,11 @@ def run(spark, side: str, q: str, data: str) -> tuple[float, int]:
         deliver = side == "sink_delivered"
         w = rows.writeStream.format(FloorSink.name()).options(directory=ck, query=q, deliver=str(deliver).lower())
         sq = w.option("checkpointLocation", os.path.join(ck, "checkpoint")).trigger(availableNow=True).start()
-        delivery = Delivery(spark, ck)
-        if deliver:
+        delivery = Delivery(spark, ck) if deliver else None
+        if delivery is not None:
             delivery.start()
         sq.awaitTermination()
-        if deliver:
+        if delivery is not None:
             delivery.finish()
     else:
         spec = {"event_time": "dateTime", "watermark": {"max_delay": DELAY}, **QUERIES[q]}
