@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import panes  # noqa: E402
-from nexmark_run import DELAY, plain_query  # noqa: E402
+from nexmark_run import DELAY, bid_stream, plain_query  # noqa: E402
 from panes.spark.native.names import ROW_TIME  # noqa: E402
 from panes.spark.results import NativeStreamResult  # noqa: E402
 from panes.spark.session import get_spark  # noqa: E402
@@ -43,11 +43,6 @@ from panes_nexmark import QUERIES  # noqa: E402
 #: tw_agg as panes runs it in the shared comparison
 SPEC = {"event_time": "dateTime", "watermark": {"max_delay": DELAY}, **QUERIES["tw_agg"]}
 SIDES = ("plain", "floor_raw", "floor_prepared", "panes")
-
-
-def _bids(spark, path: str) -> DataFrame:
-    schema = spark.read.parquet(path).schema
-    return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(path)
 
 
 def _timed(start) -> float:
@@ -65,7 +60,7 @@ def run(spark, side: str, data: str) -> float:
     if side == "plain":
         out = plain_query(spark, "tw_agg", path, DELAY).writeStream.format("noop").outputMode("append")
         return _timed(lambda ck: out.option("checkpointLocation", ck).trigger(availableNow=True).start())
-    src = _bids(spark, path)
+    src = bid_stream(spark, path)
     result = panes.window(src, SPEC)
     assert isinstance(result, NativeStreamResult)  # (the native plan's stream)
     if side == "panes":

@@ -55,13 +55,17 @@ from panes_nexmark import QUERIES  # noqa: E402
 DELAY = "4 seconds"
 
 
+def bid_stream(spark, path: str):
+    """The bids in ``path`` (Parquet) as a stream, one micro-batch per file."""
+    schema = spark.read.parquet(path).schema
+    return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(path)
+
+
 def plain_query(spark, q: str, path: str, delay: str):
     """Plain Spark's formulation of ``q`` (the shared benchmark's ``spark_nexmark.py``)."""
     from pyspark.sql import functions as F
 
-    schema = spark.read.parquet(path).schema
-    b = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(path)
-    b = b.withWatermark("dateTime", delay)
+    b = bid_stream(spark, path).withWatermark("dateTime", delay)
     if q == "tw_agg":
         g = b.groupBy(F.window("dateTime", "10 seconds").alias("w"), "auction")
         return g.agg(F.count(F.lit(1)).alias("num"), F.sum("price").alias("total"))

@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import panes  # noqa: E402
 from common import plain_spark_settings  # noqa: E402
-from nexmark_run import DELAY, plain_query  # noqa: E402
+from nexmark_run import DELAY, bid_stream, plain_query  # noqa: E402
 from panes.spark.session import get_spark  # noqa: E402
 from panes_nexmark import QUERIES  # noqa: E402
 
@@ -271,11 +271,6 @@ class Delivery(threading.Thread):
         self._deliver()
 
 
-def _bids(spark, path: str):
-    schema = spark.read.parquet(path).schema
-    return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(path)
-
-
 def run(spark, side: str, q: str, data: str) -> tuple[float, int]:
     """Seconds from building the query to its end, and the windows it closed."""
     path = os.path.join(data, "parquet", "bid")
@@ -288,7 +283,7 @@ def run(spark, side: str, q: str, data: str) -> tuple[float, int]:
             sq.awaitTermination()
     elif side in SINKS:
         refs = SINKS[side]()
-        rows = _bids(spark, path).select(*FLOOR[q].keys, "price", F.unix_millis("dateTime").alias("ts"), *refs)
+        rows = bid_stream(spark, path).select(*FLOOR[q].keys, "price", F.unix_millis("dateTime").alias("ts"), *refs)
         deliver = side == "sink_delivered"
         w = rows.writeStream.format(FloorSink.name()).options(directory=ck, query=q, deliver=str(deliver).lower())
         sq = w.option("checkpointLocation", os.path.join(ck, "checkpoint")).trigger(availableNow=True).start()
@@ -300,7 +295,7 @@ def run(spark, side: str, q: str, data: str) -> tuple[float, int]:
             delivery.finish()
     else:
         spec = {"event_time": "dateTime", "watermark": {"max_delay": DELAY}, **QUERIES[q]}
-        result = panes.window(_bids(spark, path), spec)
+        result = panes.window(bid_stream(spark, path), spec)
 
         def noop(df, _batch_id):
             df.write.format("noop").mode("overwrite").save()
