@@ -423,7 +423,7 @@ def main() -> int:
     ap.add_argument("--data", default="", help="a nexmark_gen.py data set (DIR/parquet/bid) instead")
     ap.add_argument("--warmup-bids", type=int, default=100_000, help="an untimed run of tw_agg and q7a first (0: none)")
     ap.add_argument("--queries", default="tw_agg,q5a,q7a,q11")
-    ap.add_argument("--plan", default="auto", choices=["auto", "native", "stateful"])
+    ap.add_argument("--plan", default="auto", choices=["auto", "native", "arrow", "stateful"])
     ap.add_argument("--sides", default="plain,panes")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--phases", action="store_true", help="name panes' jobs and time its phases")

@@ -74,7 +74,7 @@ def run_api(spark, q, data, fmt, delay, files_per_trigger):
     return secs, {"panes": None, "dead_letters": None, "batches": n["batches"]}
 
 
-def run(spark, q, data, fmt, mode, delay, files_per_trigger, api=False):
+def run(spark, q, data, fmt, mode, delay, files_per_trigger, api=False, plan="auto"):
     if api:
         return run_api(spark, q, data, fmt, delay, files_per_trigger)
     ck = tempfile.mkdtemp(prefix="panes-nx-")
@@ -87,7 +87,7 @@ def run(spark, q, data, fmt, mode, delay, files_per_trigger, api=False):
         "sink": {"format": "noop"},
         "dead_letter": {"format": "noop"},
         "checkpoint": ck,
-        "spark": {"available_now": True, "end_input": True},
+        "spark": {"available_now": True, "end_input": True, "plan": plan},
         **QUERIES[q],
     }
     if fmt == "json":
@@ -113,6 +113,7 @@ def main():
     ap.add_argument("--files-per-trigger", type=int, default=1)
     ap.add_argument("--api", action="store_true", help="write_stream with noop callbacks, no end of input")
     ap.add_argument("--tag", default="")
+    ap.add_argument("--plan", default="auto", help="spark.plan of the spec (auto, native, arrow, stateful)")
     a = ap.parse_args()
     t0 = time.time()
     spark = get_spark()
@@ -139,7 +140,7 @@ def main():
     with open(os.path.join(a.data, "_meta.json")) as f:
         meta = json.load(f)
     for q in a.queries.split(","):
-        secs, counts = run(spark, q, a.data, a.fmt, a.mode, a.delay, a.files_per_trigger, a.api)
+        secs, counts = run(spark, q, a.data, a.fmt, a.mode, a.delay, a.files_per_trigger, a.api, a.plan)
         n = meta["counts"]["bid"]
         print(
             json.dumps(

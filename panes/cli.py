@@ -113,13 +113,16 @@ def _logging(level: str | None) -> None:
 
 
 def check_plan(spec: RunSpec) -> None:
-    """A stream forced onto the native plan must be one it can run: checked before Spark starts."""
-    if spec.mode == "stream" and spec.spark.plan == "native":
+    """A stream forced onto the native plan (or its sink form, arrow) must be one it can run:
+    checked before Spark starts."""
+    plan = spec.spark.plan
+    if spec.mode == "stream" and plan in ("native", "arrow"):
         from .spark.native import stream_unsupported
+        from .spark.native.arrow_partials import sink_unsupported
 
-        why = stream_unsupported(spec.to_pipeline())
+        why = (stream_unsupported if plan == "native" else sink_unsupported)(spec.to_pipeline())
         if why:
-            raise SpecError("spark.plan", f"'native' cannot run this pipeline: {why} (use auto or stateful)")
+            raise SpecError("spark.plan", f"{plan!r} cannot run this pipeline: {why} (use auto or stateful)")
 
 
 def stage_graph_of(doc: dict):

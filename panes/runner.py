@@ -271,7 +271,7 @@ class StreamRun:
     def _pass(self, bounded: bool) -> bool:
         """Run the query until it ends (bounded: what is there now), is stopped, or times out;
         whether it ended by itself."""
-        q = self._start(bounded)
+        q = self.query = self._start(bounded)
         self.query_id = str(q.id)
         t0 = time.time()
         complete = False
@@ -369,6 +369,7 @@ class StreamRun:
 
     last_batch = -1
     query_id = ""
+    query = None
 
     def _listen(self):
         # (a query's end comes as its id: ``_drain`` returns at once rather than wait out its timeout)
@@ -393,6 +394,9 @@ class StreamRun:
 
     def _progress(self, p) -> None:
         self.last_batch = p.batchId
+        deliver = getattr(self.query, "deliver", None)  # (the sink plan hands on its panes here, in order)
+        if deliver is not None:
+            deliver(p.batchId)
         observed = {name: row.asDict() for name, row in (p.observedMetrics or {}).items()}
         wm = (p.eventTime or {}).get("watermark")
         started = parse_instant(p.timestamp) if p.timestamp else None

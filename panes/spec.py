@@ -227,8 +227,9 @@ class SparkSpec(_Model):
     #: takes no more data (``panes run --end-input``)
     end_input: bool = False
     #: auto: native Spark when the pipeline allows it, else stateful; or force one (native fails
-    #: before the query starts when the pipeline needs the engine)
-    plan: Literal["auto", "native", "stateful"] = "auto"
+    #: before the query starts when the pipeline needs the engine; arrow, the native plan's sink
+    #: form, when it cannot run it either)
+    plan: Literal["auto", "native", "arrow", "stateful"] = "auto"
     conf: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("trigger_interval", mode="before")

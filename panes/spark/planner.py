@@ -1,8 +1,7 @@
 """Compile a pipeline to a Spark plan and run it on a DataFrame.
 
-- Streaming DataFrame: the native plan per micro-batch (``native``) when the pipeline allows it;
-  else the stateful plan (``transformWithStateInPandas`` over hash buckets of the key, driving the
-  core engine; see ``stateful.py``).
+- Streaming DataFrame: the native plan per micro-batch (``native``; ``plan='arrow'``: its sink form,
+  ``native.arrow_sink``) when the pipeline allows it; else the stateful plan (see ``stateful.py``).
 - Bounded DataFrame: the final answer the stream converges to (every record counted, one final
   pane per window): the native step once (``native``: every window type, the built-in
   aggregates); the core engine over buckets of keys for user combine functions.
@@ -52,6 +51,7 @@ from .columns import (
 from .connect import check_bounded, check_stateful_client
 from .deferred_processor import DeferredProcessor
 from .native import batch_unsupported, never_late, stream_unsupported
+from .native.arrow_stream import sink_checked
 from .native.names import ROW_COUNTS, ROW_IN_WINDOW
 from .native.step import NativeStep, batch_step
 from .native.windows import window_plan, window_reads
@@ -96,18 +96,17 @@ def explain_plan(pipeline: Pipeline, mode: str = "stream") -> str:
         why_not = batch_unsupported(pipeline)
         if why_not is None:
             return (
-                "batch: native Spark aggregation (window assignment by expressions, sessions "
-                "merged as intervals in time order by window functions (rows first grouped per gap of time "
-                "when the gap is fixed), KIP-450 sliding "
-                "windows framed with window functions, groupBy, native aggregate functions)"
+                "batch: native Spark aggregation (window assignment by expressions, sessions merged as intervals in "
+                "time order by window functions (rows first grouped per gap of time when the gap is fixed), KIP-450 "
+                "sliding windows framed with window functions, groupBy, native aggregate functions)"
             )
         return "batch: core engine over hash buckets of the key (" + why_not + ")"
     why = stream_unsupported(pipeline)
     if why is None:
         return (
-            "stream: native Spark per micro-batch (window assignment, late split and partial "
-            "aggregates by expressions, open windows merged with a groupBy and kept under the "
-            "checkpoint; late rows to the dead letters)"
+            "stream: native Spark per micro-batch (window assignment, late split and partial aggregates by "
+            "expressions, open windows merged with a groupBy and kept under the checkpoint; late rows to the "
+            "dead letters)"
         )
     return (
         "stream: transformWithStateInPandas over hash buckets of the key, driving the core "
@@ -262,7 +261,7 @@ def with_heartbeat(df: DataFrame, every_ms: int = 1000) -> DataFrame:
     return df.unionByName(clock, allowMissingColumns=True)
 
 
-PLANS = ("auto", "native", "stateful")
+PLANS = ("auto", "native", "arrow", "stateful")
 
 
 def window_stream(
@@ -283,10 +282,10 @@ def window_stream(
     if plan not in PLANS:
         raise ValueError(f"plan must be one of {PLANS}, not {plan!r}")
     why = stream_unsupported(p)
-    if plan == "native" and why is not None:
-        raise ValueError(f"plan 'native' cannot run this pipeline: {why}")
-    if plan in ("auto", "native") and why is None:
-        return _native_stream(df, p, ingestion, control_wm, records)
+    if plan in ("native", "arrow") and why is not None:
+        raise ValueError(f"plan {plan!r} cannot run this pipeline: {why}")
+    if plan in ("auto", "native", "arrow") and why is None:
+        return _native_stream(df, p, ingestion, control_wm, records, plan)
     df = df.drop(*REFERENCES)  # (the stateful plan keeps its rows' records)
     check_stateful_client(df.sparkSession)
     buckets = resolved_buckets(df, buckets)
@@ -302,7 +301,7 @@ def window_stream(
 
 
 def _native_stream(
-    df: DataFrame, p: Pipeline, ingestion: Column | None, control_wm: str | None, records: RecordFiles | None
+    df: DataFrame, p: Pipeline, ingestion: Column | None, control_wm: str | None, records: RecordFiles | None, plan: str
 ) -> NativeStreamResult:
     record_columns = [c for c in df.columns if not c.startswith("__panes")]
     step = NativeStep(p, df.schema, record_columns, never_late(p) and control_wm is None, records)
@@ -322,14 +321,15 @@ def _native_stream(
         return prepared.select(*[F.col(f"`{c}`") for c in step.stream_columns(prepared.columns)])
 
     def end_rows() -> DataFrame:
-        """The micro-batch that ends the input: one control row whose watermark is the end of
-        time, as the control stream delivers it (every other column null)."""
+        """The micro-batch that ends the input: one control row at the end of time (other columns null)."""
         # (a range, not a list of rows: Spark knows the step's input is small; it collects its table)
         value = {control_wm: SPARK_END_MS}
         row = [F.lit(value.get(f.name)).cast(f.dataType).alias(f.name, metadata=f.metadata) for f in df.schema.fields]
         return rows(df.sparkSession.range(1).select(*row))
 
-    return NativeStreamResult(explain_plan(p, "stream"), step, rows(df), end_rows if control_wm is not None else None)
+    source, ends = rows(df), end_rows if control_wm is not None else None
+    sink = plan == "arrow" and sink_checked(step, source)  # (the sink plan: ``native.arrow_sink``)
+    return NativeStreamResult(explain_plan(p, "stream"), step, source, ends, sink)
 
 
 def _stateful_stream(

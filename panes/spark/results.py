@@ -18,6 +18,7 @@ from ..core.engine.columnar import StateFormatError
 from ..core.pipeline import Pipeline
 from .connect import check_stream, is_connect, local_checkpoint_refusal
 from .metrics import INPUT, counted_per_read
+from .native.arrow_sink import PLAN_TEXT as SINK_PLAN_TEXT
 from .session import plan_building
 from .state_reader import layout_refusal
 from .stateful import dead_letters_of, panes_of
@@ -123,10 +124,19 @@ class NativeStreamResult(WindowedResult):
     out (``plan="stateful"`` gives one, e.g. to chain further streaming operators). ``step``:
     the native step; ``source``: the prepared stream it runs on."""
 
-    def __init__(self, plan: str, step: NativeStep, source: DataFrame, end_rows: Callable[[], DataFrame] | None = None):
-        super().__init__(plan)
+    def __init__(
+        self,
+        plan: str,
+        step: NativeStep,
+        source: DataFrame,
+        end_rows: Callable[[], DataFrame] | None = None,
+        sink: bool = False,
+    ):
+        super().__init__(SINK_PLAN_TEXT if sink else plan)
         self.step = step
         self.source = source
+        #: the sink plan runs it (``native.arrow_sink``), not foreachBatch
+        self.sink = sink
         #: the micro-batch of one control row that ends the input (a stream with a control column)
         self.end_rows = end_rows
         self.stream: NativeStream | None = None  # the last query's (``write_stream``): its watermark
@@ -163,6 +173,13 @@ class NativeStreamResult(WindowedResult):
             raise ValueError(why)
         if is_connect(self.source.sparkSession):  # (the server's foreachBatch worker resolves the state's path)
             checkpoint = str(Path(checkpoint).resolve())
+        if self.sink:
+            from .native.arrow_stream import ArrowStream
+
+            arrow = ArrowStream(self.step, self.source, checkpoint, ordered)
+            self.stream = arrow.stream
+            check_stream(self.source.sparkSession, "native", checkpoint, (str(arrow.root),))
+            return arrow.start(checkpoint, query_name, trigger, (on_panes, on_dead_letters))
         stream = self.stream = NativeStream(self.step, checkpoint, ordered)
         cache = counted_per_read(self.source.sparkSession.version)
 
@@ -188,6 +205,8 @@ class NativeStreamResult(WindowedResult):
         if self.stream is None or self.end_rows is None:
             raise ValueError("end_input ends the input of a stream that write_stream ran, with a control column")
         if self.stream.end(self.source.sparkSession, batch_id, on_panes):
+            if self.sink:  # (its version delivered here, not by the sink's delivery)
+                (self.stream.root / f"v{batch_id}" / "delivered").touch()
             return
         with plan_building():
             rows = self.end_rows()

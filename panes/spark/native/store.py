@@ -93,14 +93,14 @@ def _paths(tables: list[dict]) -> list[str]:
     return [t["path"] for t in tables]
 
 
-def _as_read(t: ST.DataType) -> ST.DataType:
+def as_read(t: ST.DataType) -> ST.DataType:
     """``t`` as Spark reads it from Parquet: every field, element and value nullable."""
     if isinstance(t, ST.StructType):
-        return ST.StructType([ST.StructField(f.name, _as_read(f.dataType), True, f.metadata) for f in t.fields])
+        return ST.StructType([ST.StructField(f.name, as_read(f.dataType), True, f.metadata) for f in t.fields])
     if isinstance(t, ST.ArrayType):
-        return ST.ArrayType(_as_read(t.elementType), True)
+        return ST.ArrayType(as_read(t.elementType), True)
     if isinstance(t, ST.MapType):
-        return ST.MapType(_as_read(t.keyType), _as_read(t.valueType), True)
+        return ST.MapType(as_read(t.keyType), as_read(t.valueType), True)
     return t
 
 
@@ -365,7 +365,7 @@ class NativeStream:
         collected table (pyarrow; None when a Spark job wrote it)."""
         if self._schema is None and not is_connect(batch.sparkSession):
             # (known before any table is read back: the first step collects too)
-            self._schema = cast(ST.StructType, _as_read(table.schema))
+            self._schema = cast(ST.StructType, as_read(table.schema))
         if not self.collects(batch, kept):
             table.write.options(**_WRITE_OPTIONS).parquet(str(path))
             return None
@@ -469,6 +469,14 @@ class NativeStream:
             none = spark.read.schema(self._schema).parquet(str(empty)).limit(0)
             self._empty = (session, self.step.closed(none, MIN_TIME, self.ordered, table=True))
         return self._empty[1]
+
+    def empty_panes(self, spark: Any) -> DataFrame:
+        """The panes of a step that closes no window (``_no_panes``), once the tables' schema is known."""
+        return self._no_panes(spark, [])
+
+    def knows_schema(self, schema: ST.StructType) -> None:
+        """The windows tables' schema, known before any step wrote one (the sink plan's)."""
+        self._schema = cast(ST.StructType, as_read(schema))
 
     def no_panes(self, panes: DataFrame) -> bool:
         """Whether ``panes`` are those of a step that closed no window (``_no_panes``): a

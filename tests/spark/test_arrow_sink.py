@@ -1,0 +1,196 @@
+"""The sink plan (``plan='arrow'``, ``native.arrow_sink``): the native stream's rows into panes' Arrow
+writer, no foreachBatch. It prints what the core prints on every replay scenario it runs and on
+random timelines (late rows, lateness, watermark records, hopping gaps, keys or none, nulls), the
+same sinks' rows as the foreachBatch plan through ``panes run`` (with the end of the input), and
+it hands each micro-batch on once across a restart."""
+
+import json
+import os
+import random
+import shutil
+
+import pytest
+
+from panes.cli import check_plan
+from panes.runner import run_spec
+from panes.scenario import dumps, load_scenario, replay_core
+from panes.spark.native.arrow_partials import sink_unsupported
+from panes.spark.replay import replay_spark
+from panes.spec import SpecError, parse_run_spec
+from tests.spark.test_native_end import FILES, _rows
+from tests.spark.test_replay_parity import SCENARIOS, _dl
+
+pytestmark = pytest.mark.spark
+LONG = pytest.mark.long
+SCHEMA = "k STRING, t LONG, v LONG"
+
+
+def _sink_scenarios() -> list:
+    return [p for p in SCENARIOS if sink_unsupported(load_scenario(p).pipeline) is None]
+
+
+def test_the_sink_plan_runs_the_default_trigger_on_fixed_windows():
+    # (what it covers is known before Spark starts; these scenarios are the ones below)
+    assert [p.stem for p in _sink_scenarios()] == [
+        "malformed_records",
+        "punctuation_records",
+        "streaming102_heuristic",
+        "streaming102_ingress_time",
+        "streaming102_perfect",
+    ]
+    early = load_scenario(SCENARIOS[0].parent / "java_empty_pane_value.yaml").pipeline
+    assert sink_unsupported(early) == "the sink plan runs the default trigger"
+    sessions = load_scenario(SCENARIOS[0].parent / "keyed_sessions.yaml").pipeline
+    assert sink_unsupported(sessions) == "the sink plan runs fixed windows (tumbling, hopping, global), not session"
+
+
+#: make test replays the scenarios with dead letters (malformed, late, punctuation); the others are ``long``
+QUICK = ("malformed_records", "punctuation_records", "streaming102_heuristic")
+
+
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, id=p.stem, marks=[] if p.stem in QUICK else [LONG]) for p in _sink_scenarios()]
+)
+def test_scenarios_same_on_the_sink_plan_and_core(spark, path):
+    scenario = load_scenario(path)
+    core = replay_core(scenario)
+    on_spark = replay_spark(scenario, spark=spark, plan="arrow")
+    assert on_spark.panes == core.panes
+    assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
+    # and byte for byte what the foreachBatch plan printed when the golden files were recorded
+    golden = path.parents[1] / "golden"
+    for what, rows in (("panes", on_spark.panes), ("dead", on_spark.dead_letters)):
+        recorded = (golden / f"{path.stem}.spark-native.{what}.jsonl").read_text()
+        assert "".join(dumps(r) + "\n" for r in rows) == recorded
+
+
+def _random_sink_scenario(seed: int) -> dict:
+    """Random fixed windows, keys, lateness, watermark records and nulls under the default trigger,
+    with the aggregates the sink plan has an Arrow form of."""
+    rnd = random.Random(500 + seed)
+    windows = [
+        {"tumbling": {"size": 4000, "offset": 500}},
+        {"hopping": {"size": 6000, "hop": 2000}},
+        {"hopping": {"size": 2000, "hop": 5000}},
+        "global",
+    ]
+    timeline: list[dict] = []
+    for _ in range(7):
+        recs = [
+            {"k": rnd.choice("abc"), "t": rnd.randint(0, 25_000), "v": rnd.choice([None, *range(-3, 10)])}
+            for _ in range(rnd.randint(1, 6))
+        ]
+        timeline.append({"add": recs})
+        if rnd.random() < 0.3:
+            timeline.append({"watermark": rnd.randint(0, 20_000)})
+    timeline.append({"end": True})
+    return {
+        "pipeline": {
+            "event_time": "t",
+            "key": [] if seed % 2 else "k",
+            "window": windows[seed % 4],
+            "watermark": {"max_delay": rnd.choice([0, 2000])},
+            "allowed_lateness": rnd.choice([0, 3000]),
+            "aggregates": {
+                "n": {"count": "*"},
+                "c": {"count": "v"},
+                "s": {"sum": "v"},
+                "lo": {"min": "v"},
+                "hi": {"max": "v"},
+                "a": {"avg": "v"},
+            },
+        },
+        "timeline": timeline,
+    }
+
+
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=[] if s < 2 else [LONG]) for s in range(8)])
+def test_random_timelines_same_on_the_sink_plan_and_core(spark, seed):
+    scenario = load_scenario(_random_sink_scenario(seed))
+    assert sink_unsupported(scenario.pipeline) is None
+    core = replay_core(scenario)
+    assert core.panes, "the scenario should produce panes"
+    on_spark = replay_spark(scenario, spark=spark, plan="arrow")
+    assert on_spark.panes == core.panes
+    assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
+
+
+def _doc(src, out, window, lateness: str, plan: str, files: int | None = None, end: bool = True) -> dict:
+    return {
+        "name": "sink_plan",
+        "mode": "stream",
+        "event_time": "t",
+        "key": "k",
+        "watermark": {"max_delay": "2 seconds"},
+        "allowed_lateness": lateness,
+        "window": window,
+        "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}, "least_v": {"min": "v"}},
+        "source": {"format": "json", "path": str(src), "schema": SCHEMA, "max_files_per_trigger": 1},
+        "sink": {"format": "json", "path": str(out / "panes")},
+        "dead_letter": {"format": "json", "path": str(out / "dead")},
+        "checkpoint": str(out / "checkpoint"),
+        "spark": {"available_now": True, "end_input": end, "plan": plan},
+    }
+
+
+def _write_files(src, upto: int | None = None) -> None:
+    src.mkdir(exist_ok=True)
+    for i, rows in enumerate(FILES[:upto]):
+        path = src / f"part-{i}.json"
+        if not path.exists():
+            path.write_text("\n".join(json.dumps({"k": k, "t": t * 1000, "v": v}) for k, t, v in rows) + "\n")
+            os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+
+
+@pytest.mark.parametrize(
+    "window, lateness",
+    [
+        ({"tumbling": {"size": "10 seconds"}}, "15 seconds"),
+        pytest.param({"hopping": {"size": "10 seconds", "hop": "5 seconds"}}, "0 seconds", marks=[LONG]),
+        ("global", "0 seconds"),
+    ],
+    ids=["tumbling", "hopping", "global"],
+)
+def test_panes_run_on_the_sink_plan_gives_the_foreach_batch_plans_rows(spark, tmp_path, window, lateness):
+    src = tmp_path / "data"
+    _write_files(src)
+    got = {}
+    for plan in ("native", "arrow"):
+        out = tmp_path / plan
+        counts = run_spec(parse_run_spec(_doc(src, out, window, lateness, plan)), spark=spark, progress=False)
+        assert counts["records_in"] == sum(map(len, FILES)) == counts["counted"] + counts["dead_letters"]
+        got[plan] = (_rows(out / "panes"), _rows(out / "dead"), counts)
+    assert got["arrow"] == got["native"]
+    assert got["arrow"][0]  # (panes, each in the micro-batch the foreachBatch plan gave it)
+    assert bool(got["arrow"][1]) == (window != "global")  # (late rows went to the dead letters)
+
+
+def test_a_restart_hands_each_micro_batch_on_once(spark, tmp_path):
+    window, lateness = {"tumbling": {"size": "10 seconds"}}, "15 seconds"
+    src, whole = tmp_path / "data", tmp_path / "whole"
+    _write_files(src)
+    run_spec(parse_run_spec(_doc(src, whole, window, lateness, "arrow")), spark=spark, progress=False)
+    # the same files in two runs: the first ends after two files (its last windows stay open)
+    src2, out = tmp_path / "data2", tmp_path / "restarted"
+    _write_files(src2, 2)
+    first = run_spec(parse_run_spec(_doc(src2, out, window, lateness, "arrow", end=False)), spark=spark, progress=False)
+    # a process that died after its last commit but before that micro-batch's delivery
+    state = out / "checkpoint" / "panes_native"
+    last = max(int(d.name[1:]) for d in state.glob("v*") if (d / "delivered").exists())
+    (state / f"v{last}" / "delivered").unlink()
+    shutil.rmtree(out / "panes" / f"batch={last}", ignore_errors=True)
+    _write_files(src2)
+    second = run_spec(parse_run_spec(_doc(src2, out, window, lateness, "arrow")), spark=spark, progress=False)
+    assert first["records_in"] + second["records_in"] == sum(map(len, FILES))
+    assert _rows(out / "panes") == _rows(whole / "panes")
+    assert _rows(out / "dead") == _rows(whole / "dead")
+
+
+def test_a_pipeline_the_sink_plan_cannot_run_fails_before_spark_starts(tmp_path):
+    doc = _doc(tmp_path, tmp_path / "out", {"session": {"gap": "5 seconds"}}, "0 seconds", "arrow")
+    with pytest.raises(SpecError) as e:
+        check_plan(parse_run_spec(doc))
+    assert str(e.value) == (
+        "spark.plan: 'arrow' cannot run this pipeline: the sink plan runs fixed windows (tumbling, hopping, "
+        "global), not session (use auto or stateful)"
+    )
