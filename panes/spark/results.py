@@ -29,6 +29,7 @@ from .window_pipeline import is_sql
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
+    from .native.arrow_stream import ArrowStream
     from .native.step import NativeStep
     from .native.store import NativeStream
 
@@ -137,6 +138,7 @@ class NativeStreamResult(WindowedResult):
         self.source = source
         #: the sink plan runs it (``native.arrow_sink``), not foreachBatch
         self.sink = sink
+        self.arrow: ArrowStream | None = None  # the last query's (``write_stream``), on the sink plan
         #: the micro-batch of one control row that ends the input (a stream with a control column)
         self.end_rows = end_rows
         self.stream: NativeStream | None = None  # the last query's (``write_stream``): its watermark
@@ -176,7 +178,7 @@ class NativeStreamResult(WindowedResult):
         if self.sink:
             from .native.arrow_stream import ArrowStream
 
-            arrow = ArrowStream(self.step, self.source, checkpoint, ordered)
+            arrow = self.arrow = ArrowStream(self.step, self.source, checkpoint, ordered)
             self.stream = arrow.stream
             check_stream(self.source.sparkSession, "native", checkpoint, (str(arrow.root),))
             return arrow.start(checkpoint, query_name, trigger, (on_panes, on_dead_letters))
@@ -205,8 +207,8 @@ class NativeStreamResult(WindowedResult):
         if self.stream is None or self.end_rows is None:
             raise ValueError("end_input ends the input of a stream that write_stream ran, with a control column")
         if self.stream.end(self.source.sparkSession, batch_id, on_panes):
-            if self.sink:  # (its version delivered here, not by the sink's delivery)
-                (self.stream.root / f"v{batch_id}" / "delivered").touch()
+            if self.arrow is not None:  # (its version delivered here, not by the sink's delivery)
+                self.arrow.mark_delivered(batch_id)
             return
         with plan_building():
             rows = self.end_rows()

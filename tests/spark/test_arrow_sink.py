@@ -15,6 +15,7 @@ from panes.cli import check_plan
 from panes.runner import run_spec
 from panes.scenario import dumps, load_scenario, replay_core
 from panes.spark.native.arrow_partials import sink_unsupported
+from panes.spark.native.arrow_sink import SinkPlan
 from panes.spark.replay import replay_spark
 from panes.spec import SpecError, parse_run_spec
 from tests.spark.test_native_end import FILES, _rows
@@ -194,3 +195,88 @@ def test_a_pipeline_the_sink_plan_cannot_run_fails_before_spark_starts(tmp_path)
         "spark.plan: 'arrow' cannot run this pipeline: the sink plan runs fixed windows (tumbling, hopping, "
         "global), not session (use auto or stateful)"
     )
+
+
+def _sink_plan(root) -> SinkPlan:
+    from pyspark.sql import types as ST
+
+    from panes.core.windows import Tumbling
+    from panes.spark.native.names import CREATED_LATE, IS_DEAD_LETTER, ROW_WATERMARK, WINDOW_END, WINDOW_START
+
+    fields = [("k", ST.StringType()), (WINDOW_START, ST.LongType()), (WINDOW_END, ST.LongType())]
+    fields += [(CREATED_LATE, ST.BooleanType()), ("__panes_partial_0", ST.LongType())]
+    fields += [("__panes_partial_1", ST.LongType()), (ROW_WATERMARK, ST.LongType()), (IS_DEAD_LETTER, ST.IntegerType())]
+    schema = ST.StructType([ST.StructField(n, t, True) for n, t in fields])
+    partials: list[list] = [["__panes_partial_0", None, "count_all", "sum"], ["__panes_partial_1", "v", "sum", "sum"]]
+    return SinkPlan(str(root), ["k"], Tumbling(10_000), partials, 5_000, 1_000, schema.json())
+
+
+def _task_rows(rows: list) -> list:
+    """A task's micro-batch: (key, event time ms, value), or None for a malformed row."""
+    import pyarrow as pa
+
+    from panes.spark.native.names import ROW_COUNTS, ROW_MALFORMED, ROW_TIME, ROW_WATERMARK
+
+    ok = [r is not None for r in rows]
+    good = [r or (None, 0, None) for r in rows]
+    return [
+        pa.record_batch(
+            {
+                "k": [r[0] for r in good],
+                "v": pa.array([r[2] for r in good], pa.int64()),
+                ROW_TIME: pa.array([r[1] for r in good], pa.int64()),
+                ROW_WATERMARK: pa.array([r[1] if o else None for r, o in zip(good, ok)], pa.int64()),
+                ROW_COUNTS: ok,
+                ROW_MALFORMED: [not o for o in ok],
+            }
+        )
+    ]
+
+
+class _Message:
+    """A task's commit message (``WriterCommitMessage``'s fields, without Spark)."""
+
+    def __init__(self, partials, seen, dead):
+        self.partials, self.seen, self.dead = partials, seen, dead
+
+
+def _step(plan, batch_id: int, rows: list) -> None:
+    from panes.spark.native.arrow_sink import commit_step, task_step
+
+    commit_step(plan, [task_step(plan, _task_rows(rows), batch_id, 0, _Message)], batch_id)
+
+
+def _windows(path) -> list[tuple]:
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(path).to_pylist()
+    return sorted((r["k"], r["__panes_window_start"], r["__panes_partial_0"], r["__panes_partial_1"]) for r in t)
+
+
+def test_the_sink_steps_and_a_micro_batch_run_again(tmp_path):
+    import pyarrow.parquet as pq
+
+    from panes.spark.native.arrow_sink import meta
+
+    # tumbling 10 s, allowed lateness 5 s, watermark 1 s behind the greatest event time
+    plan = _sink_plan(tmp_path)
+    _step(plan, 0, [("a", 1_000, 1), ("b", 2_000, 2), ("a", 12_000, 3)])
+    assert meta(tmp_path, 0)["watermark"] == 11_000
+    # a row of [0, 10 s) within the lateness joins its window; a malformed row; [0, 10 s) and
+    # [10 s, 20 s) expire at 15 s and 25 s: both close
+    _step(plan, 1, [("a", 3_000, 4), None, ("b", 26_000, 5)])
+    m = meta(tmp_path, 1)
+    assert (m["watermark"], m["watermark_before"], m["closed"], m["dead"]) == (25_000, 11_000, 3, 1)
+    assert _windows(tmp_path / "v1" / "closed") == [("a", 0, 2, 5), ("a", 10_000, 1, 3), ("b", 0, 1, 2)]
+    assert _windows(tmp_path / "v1" / "windows") == [("b", 20_000, 1, 5)]
+    # a row of an expired window is a dead letter, and counts nowhere
+    _step(plan, 2, [("a", 4_000, 6), ("c", 27_000, 7)])
+    m = meta(tmp_path, 2)
+    assert (m["watermark"], m["closed"], m["dead"]) == (26_000, 0, 1)
+    assert _windows(tmp_path / "v2" / "windows") == [("b", 20_000, 1, 5), ("c", 20_000, 1, 7)]
+    dead = sorted(tmp_path.glob("v2/dead/*.parquet"))
+    assert [r["k"] for f in dead for r in pq.read_table(f).to_pylist()] == ["a"]
+    # Spark runs micro-batch 2 again (after a failure before its commit was logged): the same version
+    before = {p: p.read_bytes() for p in (tmp_path / "v2").rglob("*") if p.is_file()}
+    _step(plan, 2, [("a", 4_000, 6), ("c", 27_000, 7)])
+    assert {p: p.read_bytes() for p in (tmp_path / "v2").rglob("*") if p.is_file()} == before

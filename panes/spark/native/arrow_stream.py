@@ -137,17 +137,20 @@ class DeliveringQuery:
         self._thread.start()
 
     def _follow(self) -> None:
-        while not self._stop.wait(POLL_S):
+        """Delivers while the query runs, and once more after it ended (what it committed last)."""
+        while True:
+            stopping = self._stop.wait(POLL_S)
+            active = self.query.isActive
             try:
-                self.stream.deliver(*self.callbacks)
+                self.deliver()
             except BaseException:  # (kept in the stream: raised by the calls below)
                 self.query.stop()
                 return
-            if not self.query.isActive:
+            if stopping or not active:
                 return
 
     def deliver(self, through: int | None = None) -> None:
-        """Hands on the versions committed so far (up to ``through``) in this thread."""
+        """Hands on the versions committed so far (up to ``through``), in the calling thread."""
         self.stream.deliver(self.callbacks[0], self.callbacks[1], through)
 
     def _finish(self) -> None:
