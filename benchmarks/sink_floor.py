@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import panes  # noqa: E402
 from common import plain_spark_settings  # noqa: E402
 from nexmark_run import DELAY, bid_stream, plain_query  # noqa: E402
+from panes.spark.native.arrow_sink import from_ipc, to_ipc  # noqa: E402
 from panes.spark.session import get_spark  # noqa: E402
 from panes_nexmark import QUERIES  # noqa: E402
 
@@ -94,17 +95,6 @@ class Partials(WriterCommitMessage):
 
     def __init__(self, table: bytes | None, max_time: int | None, rows: int, late: int):
         self.table, self.max_time, self.rows, self.late = table, max_time, rows, late
-
-
-def _ipc(t: Any) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, t.schema) as w:
-        w.write_table(t)
-    return sink.getvalue().to_pybytes()
-
-
-def _table(b: bytes) -> Any:
-    return pa.ipc.open_stream(b).read_all()
 
 
 def sessions(t: Any, q: Query) -> Any:
@@ -174,16 +164,16 @@ class FloorWriter(DataSourceStreamArrowWriter):
         else:
             a = rows.group_by([*q.keys, "start"]).aggregate(list(q.aggregates))
             part = a.select([*q.keys, "start", *q.columns])
-        return Partials(_ipc(part), pc.max(t["ts"]).as_py(), t.num_rows, late)
+        return Partials(to_ipc(part), pc.max(t["ts"]).as_py(), t.num_rows, late)
 
     def commit(self, messages: list, batchId: int) -> None:
         q, wm = self.q, self._watermark()
         tables = []
         if os.path.exists(self._path("open")):
             with open(self._path("open"), "rb") as f:
-                tables.append(_table(f.read()))
+                tables.append(from_ipc(f.read()))
         times = [m.max_time for m in messages if m is not None and m.max_time is not None]
-        tables += [_table(m.table) for m in messages if m is not None and m.table is not None]
+        tables += [from_ipc(m.table) for m in messages if m is not None and m.table is not None]
         new_wm = max(wm, max(times) - DELAY_MS) if times else wm
         closed = 0
         if tables:
@@ -205,7 +195,7 @@ class FloorWriter(DataSourceStreamArrowWriter):
                 pq.write_table(windows.filter(closes), self._path(f"panes/{batchId}.tmp"))
                 os.replace(self._path(f"panes/{batchId}.tmp"), self._path(f"panes/{batchId}.parquet"))
             with open(self._path("open.tmp"), "wb") as f:
-                f.write(_ipc(windows.filter(pc.invert(closes))))
+                f.write(to_ipc(windows.filter(pc.invert(closes))))
             os.replace(self._path("open.tmp"), self._path("open"))
         with open(self._path("watermark.tmp"), "w") as f:
             f.write(str(new_wm))

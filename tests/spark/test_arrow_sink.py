@@ -18,12 +18,16 @@ from panes.spark.native.arrow_partials import sink_unsupported
 from panes.spark.native.arrow_sink import SinkPlan
 from panes.spark.replay import replay_spark
 from panes.spec import SpecError, parse_run_spec
-from tests.spark.test_native_end import FILES, _rows
-from tests.spark.test_replay_parity import SCENARIOS, _dl
+from tests.spark.test_native_end import FILES, _rows, run_doc
+from tests.spark.test_replay_parity import (
+    RANDOM_FIXED_WINDOWS,
+    SCENARIOS,
+    _dl,
+    random_default_trigger_scenario,
+)
 
 pytestmark = pytest.mark.spark
 LONG = pytest.mark.long
-SCHEMA = "k STRING, t LONG, v LONG"
 
 
 def _sink_scenarios() -> list:
@@ -68,41 +72,16 @@ def test_scenarios_same_on_the_sink_plan_and_core(spark, path):
 def _random_sink_scenario(seed: int) -> dict:
     """Random fixed windows, keys, lateness, watermark records and nulls under the default trigger,
     with the aggregates the sink plan has an Arrow form of."""
-    rnd = random.Random(500 + seed)
-    windows = [
-        {"tumbling": {"size": 4000, "offset": 500}},
-        {"hopping": {"size": 6000, "hop": 2000}},
-        {"hopping": {"size": 2000, "hop": 5000}},
-        "global",
-    ]
-    timeline: list[dict] = []
-    for _ in range(7):
-        recs = [
-            {"k": rnd.choice("abc"), "t": rnd.randint(0, 25_000), "v": rnd.choice([None, *range(-3, 10)])}
-            for _ in range(rnd.randint(1, 6))
-        ]
-        timeline.append({"add": recs})
-        if rnd.random() < 0.3:
-            timeline.append({"watermark": rnd.randint(0, 20_000)})
-    timeline.append({"end": True})
-    return {
-        "pipeline": {
-            "event_time": "t",
-            "key": [] if seed % 2 else "k",
-            "window": windows[seed % 4],
-            "watermark": {"max_delay": rnd.choice([0, 2000])},
-            "allowed_lateness": rnd.choice([0, 3000]),
-            "aggregates": {
-                "n": {"count": "*"},
-                "c": {"count": "v"},
-                "s": {"sum": "v"},
-                "lo": {"min": "v"},
-                "hi": {"max": "v"},
-                "a": {"avg": "v"},
-            },
-        },
-        "timeline": timeline,
+    aggregates = {
+        "n": {"count": "*"},
+        "c": {"count": "v"},
+        "s": {"sum": "v"},
+        "lo": {"min": "v"},
+        "hi": {"max": "v"},
+        "a": {"avg": "v"},
     }
+    window = [*RANDOM_FIXED_WINDOWS, "global"][seed % 4]
+    return random_default_trigger_scenario(seed, random.Random(500 + seed), window, range(-3, 10), aggregates)
 
 
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=[] if s < 2 else [LONG]) for s in range(8)])
@@ -116,22 +95,9 @@ def test_random_timelines_same_on_the_sink_plan_and_core(spark, seed):
     assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
 
 
-def _doc(src, out, window, lateness: str, plan: str, files: int | None = None, end: bool = True) -> dict:
-    return {
-        "name": "sink_plan",
-        "mode": "stream",
-        "event_time": "t",
-        "key": "k",
-        "watermark": {"max_delay": "2 seconds"},
-        "allowed_lateness": lateness,
-        "window": window,
-        "aggregates": {"n": {"count": "*"}, "s": {"sum": "v"}, "least_v": {"min": "v"}},
-        "source": {"format": "json", "path": str(src), "schema": SCHEMA, "max_files_per_trigger": 1},
-        "sink": {"format": "json", "path": str(out / "panes")},
-        "dead_letter": {"format": "json", "path": str(out / "dead")},
-        "checkpoint": str(out / "checkpoint"),
-        "spark": {"available_now": True, "end_input": end, "plan": plan},
-    }
+def _run(spark, src, out, window, lateness: str, plan: str, end: bool = True) -> dict:
+    doc = run_doc(src, out, "sink_plan", window, lateness, plan, end)
+    return run_spec(parse_run_spec(doc), spark=spark, progress=False)
 
 
 def _write_files(src, upto: int | None = None) -> None:
@@ -158,7 +124,7 @@ def test_panes_run_on_the_sink_plan_gives_the_foreach_batch_plans_rows(spark, tm
     got = {}
     for plan in ("native", "arrow"):
         out = tmp_path / plan
-        counts = run_spec(parse_run_spec(_doc(src, out, window, lateness, plan)), spark=spark, progress=False)
+        counts = _run(spark, src, out, window, lateness, plan)
         assert counts["records_in"] == sum(map(len, FILES)) == counts["counted"] + counts["dead_letters"]
         got[plan] = (_rows(out / "panes"), _rows(out / "dead"), counts)
     assert got["arrow"] == got["native"]
@@ -170,25 +136,25 @@ def test_a_restart_hands_each_micro_batch_on_once(spark, tmp_path):
     window, lateness = {"tumbling": {"size": "10 seconds"}}, "15 seconds"
     src, whole = tmp_path / "data", tmp_path / "whole"
     _write_files(src)
-    run_spec(parse_run_spec(_doc(src, whole, window, lateness, "arrow")), spark=spark, progress=False)
+    _run(spark, src, whole, window, lateness, "arrow")
     # the same files in two runs: the first ends after two files (its last windows stay open)
     src2, out = tmp_path / "data2", tmp_path / "restarted"
     _write_files(src2, 2)
-    first = run_spec(parse_run_spec(_doc(src2, out, window, lateness, "arrow", end=False)), spark=spark, progress=False)
+    first = _run(spark, src2, out, window, lateness, "arrow", end=False)
     # a process that died after its last commit but before that micro-batch's delivery
     state = out / "checkpoint" / "panes_native"
     last = max(int(d.name[1:]) for d in state.glob("v*") if (d / "delivered").exists())
     (state / f"v{last}" / "delivered").unlink()
     shutil.rmtree(out / "panes" / f"batch={last}", ignore_errors=True)
     _write_files(src2)
-    second = run_spec(parse_run_spec(_doc(src2, out, window, lateness, "arrow")), spark=spark, progress=False)
+    second = _run(spark, src2, out, window, lateness, "arrow")
     assert first["records_in"] + second["records_in"] == sum(map(len, FILES))
     assert _rows(out / "panes") == _rows(whole / "panes")
     assert _rows(out / "dead") == _rows(whole / "dead")
 
 
 def test_a_pipeline_the_sink_plan_cannot_run_fails_before_spark_starts(tmp_path):
-    doc = _doc(tmp_path, tmp_path / "out", {"session": {"gap": "5 seconds"}}, "0 seconds", "arrow")
+    doc = run_doc(tmp_path, tmp_path / "out", "sink_plan", {"session": {"gap": "5 seconds"}}, "0 seconds", "arrow")
     with pytest.raises(SpecError) as e:
         check_plan(parse_run_spec(doc))
     assert str(e.value) == (

@@ -43,7 +43,14 @@ def _run(spark, tmp_path, name: str, window, lateness: str) -> tuple[list, list,
             (src / f"part-{i}.json").write_text("\n".join(lines) + "\n")
             os.utime(src / f"part-{i}.json", (1_600_000_000 + i, 1_600_000_000 + i))
     out = tmp_path / name
-    doc = {
+    counts = run_spec(parse_run_spec(run_doc(src, out, name, window, lateness)), spark=spark, progress=False)
+    assert counts["records_in"] == sum(map(len, FILES))
+    return _rows(out / "panes"), _rows(out / "dead"), [counts["panes"], counts["dead_letters"]]
+
+
+def run_doc(src, out, name: str, window, lateness: str, plan: str = "native", end: bool = True) -> dict:
+    """The spec of a run over ``FILES`` in ``src`` (one micro-batch each), its sinks under ``out``."""
+    return {
         "name": name,
         "mode": "stream",
         "event_time": "t",
@@ -61,11 +68,8 @@ def _run(spark, tmp_path, name: str, window, lateness: str) -> tuple[list, list,
         "sink": {"format": "json", "path": str(out / "panes")},
         "dead_letter": {"format": "json", "path": str(out / "dead")},
         "checkpoint": str(out / "checkpoint"),
-        "spark": {"available_now": True, "end_input": True, "plan": "native"},
+        "spark": {"available_now": True, "end_input": end, "plan": plan},
     }
-    counts = run_spec(parse_run_spec(doc), spark=spark, progress=False)
-    assert counts["records_in"] == sum(map(len, FILES))
-    return _rows(out / "panes"), _rows(out / "dead"), [counts["panes"], counts["dead_letters"]]
 
 
 def _rows(sink) -> list[str]:

@@ -116,51 +116,67 @@ def test_random_timelines_same_on_spark_and_core(spark, seed):
     assert sorted(map(_dl, on_spark.dead_letters)) == sorted(map(_dl, core.dead_letters))
 
 
-def _random_default_trigger_scenario(seed):
-    """Random windows, keys, lateness and aggregates under the default trigger: what the native
-    plan runs. Late rows, hopping gaps, sessions merging across micro-batches, ties in event time."""
-    import random
-
-    rnd = random.Random(100 + seed)
-    windows = [
-        {"tumbling": {"size": 4000, "offset": 500}},
-        {"hopping": {"size": 6000, "hop": 2000}},
-        {"hopping": {"size": 2000, "hop": 5000}},
-        {"session": {"gap": 1500}},
-    ]
-    timeline = []
+def random_timeline(rnd, values) -> list[dict]:
+    """Seven steps of 1-6 records (keys a-c, event times 0-25 s, a value of ``values`` or null),
+    each followed at random by a watermark record, then the end of the input."""
+    timeline: list[dict] = []
     for _ in range(7):
         recs = [
-            {"k": rnd.choice("abc"), "t": rnd.randint(0, 25_000), "v": rnd.choice([None, *range(10)])}
+            {"k": rnd.choice("abc"), "t": rnd.randint(0, 25_000), "v": rnd.choice([None, *values])}
             for _ in range(rnd.randint(1, 6))
         ]
         timeline.append({"add": recs})
         if rnd.random() < 0.3:
             timeline.append({"watermark": rnd.randint(0, 20_000)})
     timeline.append({"end": True})
+    return timeline
+
+
+#: the fixed windows of the random default-trigger timelines (sessions or the global window after them)
+RANDOM_FIXED_WINDOWS = [
+    {"tumbling": {"size": 4000, "offset": 500}},
+    {"hopping": {"size": 6000, "hop": 2000}},
+    {"hopping": {"size": 2000, "hop": 5000}},
+]
+
+
+def random_default_trigger_scenario(seed: int, rnd, window, values, aggregates: dict) -> dict:
+    """A random timeline (``random_timeline``) under the default trigger: keyed for even seeds,
+    a random watermark delay and allowed lateness."""
+    timeline = random_timeline(rnd, values)
     return {
         "pipeline": {
             "event_time": "t",
             "key": [] if seed % 2 else "k",
-            "window": windows[seed % 4],
+            "window": window,
             "watermark": {"max_delay": rnd.choice([0, 2000])},
             "allowed_lateness": rnd.choice([0, 3000]),
-            "aggregates": {
-                "n": {"count": "*"},
-                "c": {"count": "v"},
-                "s": {"sum": "v"},
-                "lo": {"min": "v"},
-                "a": {"avg": "v"},
-                "f": {"first": "v"},
-                "l": {"last": "v"},
-                "vals": {"collect_list": "v"},
-                "d": {"count_distinct": "v"},
-                "top": {"top_k": {"column": "v", "k": 2}},
-                "med": {"median": "v"},
-            },
+            "aggregates": aggregates,
         },
         "timeline": timeline,
     }
+
+
+def _random_default_trigger_scenario(seed):
+    """Random windows, keys, lateness and aggregates under the default trigger: what the native
+    plan runs. Late rows, hopping gaps, sessions merging across micro-batches, ties in event time."""
+    import random
+
+    windows = [*RANDOM_FIXED_WINDOWS, {"session": {"gap": 1500}}]
+    aggregates = {
+        "n": {"count": "*"},
+        "c": {"count": "v"},
+        "s": {"sum": "v"},
+        "lo": {"min": "v"},
+        "a": {"avg": "v"},
+        "f": {"first": "v"},
+        "l": {"last": "v"},
+        "vals": {"collect_list": "v"},
+        "d": {"count_distinct": "v"},
+        "top": {"top_k": {"column": "v", "k": 2}},
+        "med": {"median": "v"},
+    }
+    return random_default_trigger_scenario(seed, random.Random(100 + seed), windows[seed % 4], range(10), aggregates)
 
 
 def _same_on_native_plan_and_core(spark, scenario):

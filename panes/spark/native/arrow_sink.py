@@ -136,7 +136,8 @@ def _write_atomically(table: Any, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _ipc(t: Any) -> bytes:
+def to_ipc(t: Any) -> bytes:
+    """An Arrow table as the bytes of an IPC stream (a task's partials in its commit message)."""
     import pyarrow as pa
 
     sink = pa.BufferOutputStream()
@@ -145,7 +146,7 @@ def _ipc(t: Any) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _from_ipc(b: bytes) -> Any:
+def from_ipc(b: bytes) -> Any:
     import pyarrow as pa
 
     return pa.ipc.open_stream(b).read_all()
@@ -239,7 +240,7 @@ def task_step(plan: SinkPlan, batches: list, batch_id: int, partition: int, mess
     created_late = rules.end_passed(ends, wm) if wm > MIN_TIME else np.zeros(len(ends), dtype=bool)
     cols = [got.column(i) for i in range(len(group) + 1)] + [pa.array(created_late)]
     cols += [got.column(len(group) + 1 + i) for i in range(len(plan.partials))]
-    return message(_ipc(pa.table(cols, names=plan.window_columns)), seen, n_dead)
+    return message(to_ipc(pa.table(cols, names=plan.window_columns)), seen, n_dead)
 
 
 def commit_step(plan: SinkPlan, messages: list, batch_id: int) -> None:
@@ -256,7 +257,7 @@ def commit_step(plan: SinkPlan, messages: list, batch_id: int) -> None:
     cols = plan.window_columns
     windows_schema = pa.schema([schema.field(c) for c in cols])
     frames = [pq.read_table(root / t["path"], columns=cols).cast(windows_schema) for t in kept["tables"]]
-    frames += [_from_ipc(m.partials).cast(windows_schema) for m in messages if m.partials is not None]
+    frames += [from_ipc(m.partials).cast(windows_schema) for m in messages if m.partials is not None]
     seen_all = [m.seen for m in messages if m.seen is not None]
     new_wm = watermark_after(max(seen_all) if seen_all else None, wm, plan.delay)
     here = root / f"v{batch_id}"
