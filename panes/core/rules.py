@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .time import EARLIEST_EVENT_TIME, END_OF_INPUT, LATEST_EVENT_TIME, MAX_TIME
+from .time import EARLIEST_EVENT_TIME, END_OF_INPUT, LATEST_EVENT_TIME, MAX_TIME, MIN_TIME
 
 
 class Ops(Protocol):
@@ -193,6 +193,16 @@ def watermark_after(
     input ``ended`` it is ``END_OF_INPUT``."""
     moved = watermark if punctuation else ops.greatest(watermark, max_event_time - max_delay)
     return ops.where(ended, END_OF_INPUT, ops.greatest(moved, explicit))
+
+
+def watermark_after_values(watermark: int, seen: int | None, max_delay: int) -> int:
+    """``watermark_after`` of a step that knows only the greatest watermark value its rows carried
+    (``seen``: an event time, a punctuation record's value less nothing, a control value; None:
+    none), as the native plans keep it: a value at or past ``LATEST_EVENT_TIME`` (the control row
+    that ends the input) ends it. ``max_delay``: 0 when the watermark comes from punctuation."""
+    if seen is None:
+        return watermark
+    return int(watermark_after(watermark, seen, max_delay, False, MIN_TIME, seen >= LATEST_EVENT_TIME))
 
 
 def validation_rank(reason: Reason | str) -> int:

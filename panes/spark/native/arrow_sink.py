@@ -3,20 +3,20 @@ data source's Arrow writer (``DataSourceStreamArrowWriter``, PySpark 4.1+), with
 ``foreachBatch``: Spark analyses the query once, and each micro-batch is one job of one stage (no
 shuffle, no state store, no plan built per micro-batch).
 
-A task (``WindowsWriter.write``) reads the watermark the last committed step left, splits its rows
-against it as ``late.LateSplit`` does (the rows' windows and expiries are among the stream's own
-columns, ``LateSplit.row_columns``), writes its dead letters' rows (malformed, late) to a file of
-the micro-batch, and aggregates the on-time rows per (key, window) into each aggregate's partials
+A task (``WindowsWriter.write``) reads the watermark the last committed step left, assigns its
+rows' windows (the core's ``WindowFn.assign``) and splits them against it as ``late.LateSplit``
+does, writes its dead letters' rows (malformed, late) to a file of the micro-batch, and
+aggregates the on-time rows per (key, window) into each aggregate's partials
 (``arrow_partials``). The commit (``WindowsWriter.commit``, a Python worker on the driver) merges
-them with the open windows, moves the watermark (``NativeStep.watermark_after``'s rule), and
+them with the open windows, moves the watermark (``rules.watermark_after_values``), and
 writes the windows that close and those that stay open, in the windows tables' layout of
 ``store.NativeStream``, under the same versions (``v<batch>``, committed by its ``meta.json``):
 a micro-batch that Spark runs again reads the version before it and writes its own anew. The
 driver then hands each version's panes and dead letters to the callbacks (``arrow_stream``).
 
-What it covers (``arrow_unsupported``): the default trigger, windows with at most one per row
-(tumbling, hopping with gaps or none), the aggregates of ``arrow_partials``, on a classic session
-(the tasks and the commit read the state's files where the driver wrote them).
+What it covers (``arrow_partials.sink_unsupported``, ``arrow_stream.arrow_unsupported``): the
+default trigger on fixed windows (tumbling, hopping, global), the aggregates of ``arrow_partials``,
+on a classic session (the tasks and the commit read the state's files where the driver wrote them).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...core import rules
-from ...core.time import END_OF_INPUT, LATEST_EVENT_TIME, MIN_TIME
+from ...core.time import END_OF_INPUT, MIN_TIME
 from ...core.windows import WindowFn
 from .names import (
     CREATED_LATE,
@@ -116,15 +116,6 @@ def kept_before(root: Path, batch_id: int) -> dict:
     """The meta of the last version before ``batch_id`` (none: the empty state's)."""
     prior = [v for v in versions(root) if v < batch_id]
     return meta(root, prior[-1]) if prior else {"watermark": MIN_TIME, "tables": [], "advance": 0}
-
-
-def watermark_after(seen: int | None, wm: int, delay: int) -> int:
-    """``NativeStep.watermark_after``, which the foreachBatch plan applies."""
-    if seen is None:
-        return wm
-    if seen >= LATEST_EVENT_TIME:  # (``columns.SPARK_END_MS``: a control row that ends the input)
-        return END_OF_INPUT
-    return int(rules.watermark_after(wm, seen, delay, False, MIN_TIME, False))
 
 
 def _write_atomically(table: Any, path: Path) -> None:
@@ -259,7 +250,7 @@ def commit_step(plan: SinkPlan, messages: list, batch_id: int) -> None:
     frames = [pq.read_table(root / t["path"], columns=cols).cast(windows_schema) for t in kept["tables"]]
     frames += [from_ipc(m.partials).cast(windows_schema) for m in messages if m.partials is not None]
     seen_all = [m.seen for m in messages if m.seen is not None]
-    new_wm = watermark_after(max(seen_all) if seen_all else None, wm, plan.delay)
+    new_wm = rules.watermark_after_values(wm, max(seen_all) if seen_all else None, plan.delay)
     here = root / f"v{batch_id}"
     here.mkdir(parents=True, exist_ok=True)
     tables: list[dict] = []

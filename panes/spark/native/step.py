@@ -13,9 +13,8 @@ from pyspark.sql import types as ST
 
 from ...core import rules
 from ...core.pipeline import Pipeline
-from ...core.time import END_OF_INPUT
 from ...core.triggers import AfterWatermark
-from ..columns import SPARK_END_MS, numeric_string_columns
+from ..columns import numeric_string_columns
 from ..ops import COLUMN
 from ..record_files import RecordFiles
 from .capability import appends
@@ -124,11 +123,7 @@ class NativeStep:
         """The watermark after a step whose rows carried ``seen`` at most (ROW_WATERMARK). It never
         goes back: event time - max_delay, punctuation and explicit control values, +infinity at
         the end of the input."""
-        if seen is None:
-            return wm
-        if seen >= SPARK_END_MS:
-            return END_OF_INPUT
-        return max(wm, seen - self.delay)
+        return rules.watermark_after_values(wm, seen, self.delay)
 
     # -- the step's parts --------------------------------------------------------------------------
 
