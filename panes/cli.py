@@ -372,6 +372,13 @@ def explain(spec: str) -> None:
             "engine (spark.plan: stateful)"
         )
         return
+    if mode == "stream" and forced == "arrow":
+        from .spark.native.arrow_partials import sink_unsupported
+        from .spark.native.arrow_sink import PLAN_TEXT
+
+        if sink_unsupported(ps.to_pipeline()) is None:
+            click.echo(f"{PLAN_TEXT} (spark.plan: arrow)")
+            return
     click.echo(explain_plan(ps.to_pipeline(), mode))
 
 

@@ -247,3 +247,17 @@ def test_the_sink_steps_and_a_micro_batch_run_again(tmp_path):
     before = {p: p.read_bytes() for p in (tmp_path / "v2").rglob("*") if p.is_file()}
     _step(plan, 2, [("a", 4_000, 6), ("c", 27_000, 7)])
     assert {p: p.read_bytes() for p in (tmp_path / "v2").rglob("*") if p.is_file()} == before
+
+
+def test_panes_explain_names_the_sink_plan(tmp_path):
+    from click.testing import CliRunner
+
+    from panes import cli
+    from panes.spark.native.arrow_sink import PLAN_TEXT
+
+    doc = run_doc(tmp_path, tmp_path / "out", "sink_plan", {"tumbling": {"size": "10 seconds"}}, "0 seconds", "arrow")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(doc))
+    result = CliRunner().invoke(cli.main, ["explain", str(spec)])
+    assert result.exit_code == 0
+    assert result.output == f"{PLAN_TEXT} (spark.plan: arrow)\n"
