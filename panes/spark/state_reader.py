@@ -34,6 +34,7 @@ from .columns import SPARK_END_MS, cast_to, output_type, pane_schema
 from .deferred_processor import ENGINE_STATE
 from .native.fixed import FixedPlan
 from .native.names import NEW_ELEMENTS, NEXT_PANE_INDEX, STATE_DIR, WINDOW_END, WINDOW_START
+from .native.state_versions import read_meta, versions
 from .native.step import NativeStep
 from .ops import COLUMN
 
@@ -201,13 +202,13 @@ def _snapshot(root: Path) -> tuple[Path, dict]:
     """A copy of the last committed version's meta and tables (a running query may remove them
     once two more micro-batches ended: on a table gone meanwhile, the newer version is copied)."""
     for _ in range(ATTEMPTS):
-        versions = sorted(int(d.name[1:]) for d in root.glob("v*") if (d / "meta.json").exists())
-        if not versions:
+        committed = versions(root)
+        if not committed:
             raise NoState(str(root))
         copy = Path(tempfile.mkdtemp(prefix="panes-state-"))
         atexit.register(shutil.rmtree, copy, True)
         try:
-            meta = json.loads((root / f"v{versions[-1]}" / "meta.json").read_text())
+            meta = read_meta(root, committed[-1])
             for t in meta["tables"]:
                 shutil.copytree(root / t["path"], copy / t["path"])
             return copy, meta

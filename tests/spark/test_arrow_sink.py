@@ -223,7 +223,7 @@ def _windows(path) -> list[tuple]:
 def test_the_sink_steps_and_a_micro_batch_run_again(tmp_path):
     import pyarrow.parquet as pq
 
-    from panes.spark.native.arrow_sink import meta
+    from panes.spark.native.state_versions import windows_meta as meta
 
     # tumbling 10 s, allowed lateness 5 s, watermark 1 s behind the greatest event time
     plan = _sink_plan(tmp_path)

@@ -44,6 +44,7 @@ from .names import (
     WINDOW_END,
     WINDOW_START,
 )
+from .state_versions import last_before, windows_meta, write_meta
 
 PLAN_TEXT = (
     "stream: native Spark rows into panes' Arrow sink (late split and partial aggregates per task with pyarrow, "
@@ -103,19 +104,10 @@ class SinkPlan:
 # -- the versions of the state -------------------------------------------------------------------------
 
 
-def versions(root: Path) -> list[int]:
-    """The committed versions (a ``meta.json`` written), in order."""
-    return sorted(int(d.name[1:]) for d in root.glob("v*") if d.name[1:].isdigit() and (d / "meta.json").exists())
-
-
-def meta(root: Path, version: int) -> dict:
-    return json.loads((root / f"v{version}" / "meta.json").read_text())
-
-
 def kept_before(root: Path, batch_id: int) -> dict:
     """The meta of the last version before ``batch_id`` (none: the empty state's)."""
-    prior = [v for v in versions(root) if v < batch_id]
-    return meta(root, prior[-1]) if prior else {"watermark": MIN_TIME, "tables": [], "advance": 0}
+    prior = last_before(root, batch_id)
+    return windows_meta(root, prior) if prior is not None else {"watermark": MIN_TIME, "tables": [], "advance": 0}
 
 
 def _write_atomically(table: Any, path: Path) -> None:
@@ -284,9 +276,7 @@ def commit_step(plan: SinkPlan, messages: list, batch_id: int) -> None:
         "closed": closed_rows,
         "dead": sum(m.dead for m in messages),
     }
-    tmp = here / ".meta.json.tmp"
-    tmp.write_text(json.dumps(step))
-    os.replace(tmp, here / "meta.json")
+    write_meta(root, batch_id, step)
 
 
 def merged(plan: SinkPlan, partials: Any, schema: Any) -> Any:

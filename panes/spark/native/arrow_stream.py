@@ -19,8 +19,9 @@ from pyspark.sql import types as ST
 
 from ...core.time import MIN_TIME
 from .arrow_partials import arrow_partials, sink_unsupported
-from .arrow_sink import CLOSED, DEAD, DELIVERED, SINK_NAME, SinkPlan, meta, versions, writer_classes
+from .arrow_sink import CLOSED, DEAD, DELIVERED, SINK_NAME, SinkPlan, writer_classes
 from .names import PARTIAL, ROW_IN_WINDOW, ROW_VALUE, ROW_WINDOW_END, ROW_WINDOW_EXPIRY, ROW_WINDOW_START
+from .state_versions import META, versions, windows_meta
 from .store import NativeStream, as_read
 
 if TYPE_CHECKING:
@@ -100,9 +101,10 @@ class ArrowStream:
 
     def _deliver(self, v: int, on_panes: Any, on_dead_letters: Any) -> None:
         here = self.root / f"v{v}"
-        m = meta(self.root, v)
-        # (a version the foreachBatch plan's step wrote, the end of the input: delivered by it)
-        if (here / DELIVERED).exists() or "closed" not in m:
+        if (here / DELIVERED).exists():
+            return
+        m = windows_meta(self.root, v)
+        if "closed" not in m:  # (a version the foreachBatch plan's step wrote, the end of the input: delivered by it)
             return
         spark, step = self.source.sparkSession, self.step
         if m["dead"]:
@@ -114,14 +116,15 @@ class ArrowStream:
         else:
             panes = self.stream.empty_panes(spark)
         on_panes(panes, v)
-        (here / DELIVERED).touch()
+        self.mark_delivered(v)
         self.stream.watermark = m["watermark"]
         self.stream.clean(v)
 
     def mark_delivered(self, batch_id: int) -> None:
-        """Marks the version the end of the input wrote (``NativeStream.end``, which delivered it)."""
+        """Marks a committed version as handed on (the sink's, or the one the end of the input wrote:
+        ``NativeStream.end`` delivered it)."""
         here = self.root / f"v{batch_id}"
-        if (here / "meta.json").exists():
+        if (here / META).exists():
             (here / DELIVERED).touch()
 
 

@@ -4,8 +4,6 @@ the open windows kept in Parquet tables under the checkpoint."""
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from pyspark.sql import types as ST
 from ...core.time import END_OF_INPUT, MIN_TIME
 from ..session import is_connect, plan_building
 from .names import IS_DEAD_LETTER, ROW_WATERMARK, STATE_DIR, WINDOW_END
+from .state_versions import versions, windows_meta, write_meta
 from .step import NativeStep
 
 #: the kept windows of a stream are rewritten into one table (compacted) when they hold this many
@@ -291,12 +290,7 @@ class NativeStream:
         # (how far the watermark moved: no history yet, or the end of the input, counts as 0)
         moved = new_wm - kept.watermark if kept.watermark > MIN_TIME and new_wm < END_OF_INPUT else 0
         meta = {"watermark": new_wm, "tables": after, "advance": moved}
-        # (whole or not at all: a process killed while writing it must not leave half a meta)
-        path = self.root / f"v{batch_id}" / "meta.json"
-        path.parent.mkdir(exist_ok=True)  # (a step that wrote no table: ``end``)
-        tmp = path.with_name(".meta.json.tmp")
-        tmp.write_text(json.dumps(meta))
-        os.replace(tmp, path)
+        write_meta(self.root, batch_id, meta)
 
     def clean(self, batch_id: int) -> None:
         """Removes the versions neither this step's nor the one before's meta needs (the one
@@ -484,10 +478,7 @@ class NativeStream:
         return self._empty is not None and panes is self._empty[1]
 
     def _versions(self) -> list[int]:
-        return sorted(int(d.name[1:]) for d in self.root.glob("v*") if (d / "meta.json").exists())
+        return versions(self.root)
 
     def _meta(self, version: int) -> dict:
-        meta = json.loads((self.root / f"v{version}" / "meta.json").read_text())
-        if "tables" not in meta:  # (a state written before the tables were listed: its own table)
-            meta["tables"] = [{"path": f"v{version}/windows", "rows": None, "ends": None}]
-        return meta
+        return windows_meta(self.root, version)

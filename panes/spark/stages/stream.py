@@ -36,6 +36,7 @@ from ...core.time import END_OF_INPUT, MIN_TIME
 from ...core.windows import Inherited
 from .. import bucket_layout
 from ..columns import BUCKET, CLOCK, DETAIL, INVALID, PUNCT, SPARK_END_MS, TS
+from ..native.state_versions import read_meta, versions, write_meta
 from .accounts import batch_accounting
 from .buckets import (
     BLOB,
@@ -124,7 +125,7 @@ class StagesStream:
 
     # -- versions ------------------------------------------------------------------------------------
     def versions(self) -> list[int]:
-        return sorted(int(d.name[1:]) for d in self.root.glob("v*") if (d / "meta.json").exists())
+        return versions(self.root)
 
     def layout_refusal(self) -> str | None:
         """Why this plan cannot go on from its checkpoint's newest state (None: it can): the state
@@ -143,7 +144,7 @@ class StagesStream:
         prior = [v for v in self.versions() if v < batch_id]
         if not prior:
             return Watermarks.first(self.graph), None
-        meta = json.loads((self.root / f"v{prior[-1]}" / "meta.json").read_text())
+        meta = read_meta(self.root, prior[-1])
         return Watermarks(meta["inputs"], meta["stages"], meta.get("clock"), meta.get("decisions", {})), prior[-1]
 
     def clean(self, batch_id: int) -> None:
@@ -193,7 +194,7 @@ class StagesStream:
         if on_panes is not None:
             on_panes(out.panes, batch_id)
         meta = {"inputs": after.inputs, "stages": after.stages, "clock": clock, "decisions": after.decisions}
-        (here / "meta.json").write_text(json.dumps(meta))
+        write_meta(self.root, batch_id, meta)
         self.clean(batch_id)
         return out
 
